@@ -1,0 +1,336 @@
+//! fd registrations keyed by fd **and a generation**.
+//!
+//! Each new registration of an fd number gets a fresh generation, and the key
+//! handed to the poller is `generation << 32 | fd`. An event whose generation
+//! is not the fd's current one belongs to an earlier owner of that fd number
+//! (the fd was closed and the number reused, or a `dup` of the old file is
+//! still registered in the kernel) and is dropped: readiness can never reach
+//! the wrong owner (uvloop issue 645).
+
+use crate::poller::{Event, Interest, Notifier, Poller, Wait};
+use crate::Error;
+use std::io;
+use std::os::fd::RawFd;
+
+/// A registered fd as the caller sees it.
+#[derive(Debug)]
+pub struct Source<S> {
+    pub generation: u32,
+    pub interest: Interest,
+    pub data: S,
+}
+
+/// Readiness for a live registration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ready {
+    pub fd: RawFd,
+    pub readable: bool,
+    pub writable: bool,
+}
+
+/// The poller plus the registration table, indexed by fd number.
+#[derive(Debug)]
+pub struct Reactor<S> {
+    poller: Poller,
+    sources: Vec<Option<Source<S>>>,
+    next_generation: u32,
+    events: Vec<Event>,
+    stale_dropped: u64,
+}
+
+fn key(fd: RawFd, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | u64::from(fd as u32)
+}
+
+fn split_key(key: u64) -> (RawFd, u32) {
+    ((key & 0xffff_ffff) as u32 as RawFd, (key >> 32) as u32)
+}
+
+impl<S> Reactor<S> {
+    pub fn new() -> Result<Self, Error> {
+        Ok(Reactor {
+            poller: Poller::new()?,
+            sources: Vec::new(),
+            next_generation: 1,
+            events: Vec::with_capacity(64),
+            stale_dropped: 0,
+        })
+    }
+
+    /// A handle that wakes [`Reactor::poll`] from any thread.
+    pub fn notifier(&self) -> Notifier {
+        self.poller.notifier()
+    }
+
+    pub fn get(&self, fd: RawFd) -> Option<&Source<S>> {
+        self.sources.get(usize::try_from(fd).ok()?)?.as_ref()
+    }
+
+    pub fn get_mut(&mut self, fd: RawFd) -> Option<&mut Source<S>> {
+        self.sources.get_mut(usize::try_from(fd).ok()?)?.as_mut()
+    }
+
+    /// Number of live registrations.
+    pub fn len(&self) -> usize {
+        self.sources.iter().filter(|s| s.is_some()).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sources.iter().all(Option::is_none)
+    }
+
+    /// Events dropped so far because they carried an old generation.
+    pub fn stale_dropped(&self) -> u64 {
+        self.stale_dropped
+    }
+
+    /// Register `fd` for a new owner with `data` and a fresh generation.
+    /// Any earlier registration of the same fd number is replaced and its
+    /// data returned (for the caller to drop outside its own borrows).
+    ///
+    /// The caller should [`deregister`](Self::deregister) before closing
+    /// `fd`. If it does not (a Python user closing a socket that still has a
+    /// reader), the kernel drops the registration when the file closes and
+    /// the generation check drops anything still reported for it.
+    pub fn register(&mut self, fd: RawFd, interest: Interest, data: S) -> Result<Option<S>, Error> {
+        let index = usize::try_from(fd).map_err(|_| Error::InvalidFd(fd))?;
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1).max(1);
+        let k = key(fd, generation);
+        // SAFETY: see this method's doc: a registration that outlives its fd
+        // is tolerated by the kernel and filtered by generation here.
+        let added = unsafe { self.poller.add(fd, k, interest) };
+        match added {
+            Ok(()) => {}
+            // Same open file still registered (closed and reopened between a
+            // deregister that failed and now): take it over.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                self.poller.modify(fd, k, interest)?
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if self.sources.len() <= index {
+            self.sources.resize_with(index + 1, || None);
+        }
+        let old = self.sources[index].replace(Source {
+            generation,
+            interest,
+            data,
+        });
+        Ok(old.map(|s| s.data))
+    }
+
+    /// Change what a registered fd is watched for.
+    pub fn set_interest(&mut self, fd: RawFd, interest: Interest) -> Result<(), Error> {
+        let Some(source) = self.get(fd) else {
+            return Err(Error::Io(io::Error::from_raw_os_error(libc::ENOENT)));
+        };
+        if source.interest == interest {
+            return Ok(());
+        }
+        let k = key(fd, source.generation);
+        match self.poller.modify(fd, k, interest) {
+            Ok(()) => {}
+            // The fd was closed and its number reopened without telling us:
+            // the kernel forgot it, so add it again.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                // SAFETY: as in `register`.
+                unsafe { self.poller.add(fd, k, interest) }?
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(source) = self.get_mut(fd) {
+            source.interest = interest;
+        }
+        Ok(())
+    }
+
+    /// Stop watching `fd` and return its data. Kernel errors are ignored:
+    /// they only mean the fd was already closed, which removed it.
+    pub fn deregister(&mut self, fd: RawFd) -> Option<S> {
+        let source = self.sources.get_mut(usize::try_from(fd).ok()?)?.take()?;
+        let _ = self.poller.delete(fd);
+        Some(source.data)
+    }
+
+    /// Remove every registration, returning their data.
+    pub fn drain(&mut self) -> Vec<(RawFd, S)> {
+        let mut out = Vec::new();
+        for (index, slot) in self.sources.iter_mut().enumerate() {
+            if let Some(source) = slot.take() {
+                let fd = index as RawFd;
+                let _ = self.poller.delete(fd);
+                out.push((fd, source.data));
+            }
+        }
+        out
+    }
+
+    /// Wait up to `timeout_ms` (-1: forever) and append readiness of live
+    /// registrations to `out`, filtered to what each asked for.
+    pub fn poll(&mut self, timeout_ms: i32, out: &mut Vec<Ready>) -> io::Result<Wait> {
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        let result = self.poller.wait(&mut events, timeout_ms);
+        for ev in &events {
+            let (fd, generation) = split_key(ev.key);
+            let interest = match self.get(fd) {
+                Some(source) if source.generation == generation => source.interest,
+                _ => {
+                    self.stale_dropped += 1;
+                    continue;
+                }
+            };
+            let readable = ev.readable && interest.readable;
+            let writable = ev.writable && interest.writable;
+            if readable || writable {
+                out.push(Ready {
+                    fd,
+                    readable,
+                    writable,
+                });
+            }
+        }
+        self.events = events;
+        result
+    }
+
+    /// In a forked child: build a new kernel poller (the old one is shared
+    /// with the parent) and re-add every registration under its key.
+    pub fn reinit_after_fork(&mut self) -> Result<(), Error> {
+        self.poller.reinit()?;
+        for (index, slot) in self.sources.iter().enumerate() {
+            if let Some(source) = slot {
+                let fd = index as RawFd;
+                // SAFETY: as in `register`. An fd closed in the meantime fails
+                // with EBADF and stays in the table until deregistered.
+                let _ = unsafe {
+                    self.poller
+                        .add(fd, key(fd, source.generation), source.interest)
+                };
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    fn poll_now<S>(reactor: &mut Reactor<S>) -> Vec<Ready> {
+        let mut out = Vec::new();
+        reactor.poll(0, &mut out).expect("poll");
+        out
+    }
+
+    #[test]
+    fn readiness_on_a_socketpair() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut reactor = Reactor::new().unwrap();
+        reactor
+            .register(a.as_raw_fd(), Interest::READABLE, "a")
+            .unwrap();
+        assert!(poll_now(&mut reactor).is_empty());
+        b.write_all(b"x").unwrap();
+        let ready = poll_now(&mut reactor);
+        assert_eq!(
+            ready,
+            vec![Ready {
+                fd: a.as_raw_fd(),
+                readable: true,
+                writable: false
+            }]
+        );
+        // Level-triggered: still ready until read.
+        assert_eq!(poll_now(&mut reactor).len(), 1);
+        reactor.set_interest(a.as_raw_fd(), Interest::BOTH).unwrap();
+        let ready = poll_now(&mut reactor);
+        assert!(ready[0].readable && ready[0].writable);
+        assert_eq!(reactor.deregister(a.as_raw_fd()), Some("a"));
+        assert!(poll_now(&mut reactor).is_empty());
+        assert!(reactor.is_empty());
+    }
+
+    #[test]
+    fn stale_event_after_fd_reuse_is_dropped() {
+        let (old, mut old_peer) = UnixStream::pair().unwrap();
+        let mut reactor = Reactor::new().unwrap();
+        let fd = old.as_raw_fd();
+        reactor.register(fd, Interest::READABLE, "old").unwrap();
+        // Keep the old file alive through a dup, so the kernel keeps its
+        // registration (keyed by the old generation), then free the number.
+        // SAFETY: plain dup of an fd we own; result checked.
+        let keep = unsafe { libc::dup(fd) };
+        assert!(keep >= 0);
+        drop(old);
+        // The next socket gets the freed fd number.
+        let (new, _new_peer) = UnixStream::pair().unwrap();
+        assert_eq!(new.as_raw_fd(), fd, "fd number was reused");
+        let previous = reactor.register(fd, Interest::READABLE, "new").unwrap();
+        assert_eq!(previous, Some("old"));
+        // Readiness of the old file must not reach the new owner.
+        old_peer.write_all(b"old data").unwrap();
+        assert!(poll_now(&mut reactor).is_empty());
+        assert!(reactor.stale_dropped() >= 1);
+        // SAFETY: closing the dup made above.
+        unsafe { libc::close(keep) };
+    }
+
+    #[test]
+    fn reregister_after_close_without_deregister() {
+        let mut reactor = Reactor::new().unwrap();
+        let (a, _pa) = UnixStream::pair().unwrap();
+        let fd = a.as_raw_fd();
+        reactor.register(fd, Interest::READABLE, 1).unwrap();
+        drop(a);
+        let (b, mut pb) = UnixStream::pair().unwrap();
+        assert_eq!(b.as_raw_fd(), fd);
+        // Interest change on the reused number re-adds it to the kernel.
+        reactor.set_interest(fd, Interest::BOTH).unwrap();
+        pb.write_all(b"y").unwrap();
+        let ready = poll_now(&mut reactor);
+        assert_eq!(ready.len(), 1);
+        assert!(ready[0].readable);
+    }
+
+    #[test]
+    fn notifier_wakes_a_blocking_poll_from_another_thread() {
+        let mut reactor: Reactor<()> = Reactor::new().unwrap();
+        let notifier = reactor.notifier();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            notifier.notify().unwrap();
+        });
+        let start = std::time::Instant::now();
+        let mut out = Vec::new();
+        let wait = reactor.poll(10_000, &mut out).unwrap();
+        assert!(wait.woken);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn negative_fd_is_rejected() {
+        let mut reactor = Reactor::new().unwrap();
+        assert!(matches!(
+            reactor.register(-1, Interest::READABLE, ()),
+            Err(Error::InvalidFd(-1))
+        ));
+    }
+
+    #[test]
+    fn reinit_keeps_registrations() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut reactor = Reactor::new().unwrap();
+        reactor
+            .register(a.as_raw_fd(), Interest::READABLE, ())
+            .unwrap();
+        reactor.reinit_after_fork().unwrap();
+        b.write_all(b"z").unwrap();
+        assert_eq!(poll_now(&mut reactor).len(), 1);
+    }
+}
