@@ -58,6 +58,21 @@ impl<T> ReadyQueue<T> {
         self.queue.len()
     }
 
+    /// Put `front`'s items (in order) before this queue's own, leaving
+    /// `front` empty: a tick interrupted by an exception hands back the
+    /// callbacks it did not run, and they keep their place.
+    pub fn prepend(&mut self, front: &mut ReadyQueue<T>) {
+        while let Some(item) = front.queue.pop_back() {
+            self.queue.push_front(item);
+        }
+    }
+
+    /// Swap contents with `other` (the loop swaps a tick's batch out in
+    /// O(1) and reuses the emptied queue's allocation).
+    pub fn swap(&mut self, other: &mut ReadyQueue<T>) {
+        std::mem::swap(&mut self.queue, &mut other.queue);
+    }
+
     /// Remove everything (loop close).
     pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
         self.queue.drain(..)
@@ -82,5 +97,17 @@ mod tests {
         }
         assert_eq!(ran, vec![1, 2]);
         assert_eq!(q.drain().collect::<Vec<_>>(), vec![11, 12]);
+    }
+
+    #[test]
+    fn prepend_keeps_the_interrupted_batch_first() {
+        let mut q = ReadyQueue::new();
+        q.push(10);
+        let mut rest = ReadyQueue::new();
+        rest.push(1);
+        rest.push(2);
+        q.prepend(&mut rest);
+        assert!(rest.is_empty());
+        assert_eq!(q.drain().collect::<Vec<_>>(), vec![1, 2, 10]);
     }
 }

@@ -99,7 +99,12 @@ impl<T: TimerEntry> Timers<T> {
     /// Record that an entry in the heap was cancelled; compacts when
     /// cancelled entries dominate, moving them to `out`.
     pub fn note_cancelled(&mut self, out: &mut Vec<T>) {
-        self.cancelled += 1;
+        self.note_cancelled_n(1, out);
+    }
+
+    /// [`note_cancelled`](Self::note_cancelled) for `n` entries at once.
+    pub fn note_cancelled_n(&mut self, n: usize, out: &mut Vec<T>) {
+        self.cancelled += n;
         if self.cancelled > MIN_COMPACT && self.cancelled * 2 > self.heap.len() {
             self.compact(out);
         }

@@ -1,0 +1,384 @@
+"""``ferroloop.Loop``: the native loop plus asyncio's long tail.
+
+The hot methods (``call_soon``, ``call_later``, ``call_at``, ``time``,
+``create_future``, ``create_task``, fd callbacks, the tick) are native and
+found on the native base class with no Python frame in between. What runs
+once per ``run_forever`` or off the hot path lives here: running-loop
+bookkeeping, asyncgen hooks, executors, signals, DNS, exception handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import socket
+import sys
+import threading
+import traceback
+import warnings
+import weakref
+from asyncio import events, futures, tasks
+from typing import Any, Awaitable, Callable, TypeVar
+
+from . import _native
+from ._signals import SignalHandlers
+
+logger = logging.getLogger("asyncio")
+
+_T = TypeVar("_T")
+
+#: Where a not-yet-implemented method is documented.
+_TRANSPORTS_NOTE = (
+    "is not implemented by ferroloop yet (transports arrive in a later "
+    "release; see 'Differences from asyncio' in the README)"
+)
+
+
+def _debug_from_environment() -> bool:
+    return bool(sys.flags.dev_mode or (not sys.flags.ignore_environment and os.environ.get("PYTHONASYNCIODEBUG")))
+
+
+def _run_until_complete_cb(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        exc = fut.exception()
+        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            # The exception propagates out of run_forever by itself.
+            return
+    futures._get_loop(fut).stop()
+
+
+class Loop(_native.Loop, asyncio.AbstractEventLoop):
+    """A ferroloop event loop; use it wherever an asyncio loop is expected."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._default_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._executor_shutdown_called = False
+        self._exception_handler: Callable[[Any, dict[str, Any]], object] | None = None
+        self._asyncgens: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._asyncgens_shutdown_called = False
+        self._signal_handlers = SignalHandlers(self)
+        self._thread_id: int | None = None
+        self._coroutine_origin_tracking_enabled = False
+        self._coroutine_origin_tracking_saved_depth: int | None = None
+        self.set_debug(_debug_from_environment())
+        _live_loops.add(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} running={self.is_running()} closed={self.is_closed()} debug={self.get_debug()}>"
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if not self.is_closed():
+            _warn(f"unclosed event loop {self!r}", ResourceWarning, source=self)
+            if not self.is_running():
+                self.close()
+
+    # -- running ---------------------------------------------------------
+
+    def _check_running(self) -> None:
+        if self.is_running():
+            raise RuntimeError("This event loop is already running")
+        if events._get_running_loop() is not None:
+            raise RuntimeError("Cannot run the event loop while another loop is running")
+
+    def run_forever(self) -> None:
+        self._check_closed()
+        self._check_running()
+        self._set_coroutine_origin_tracking(self.get_debug())
+        old_hooks = sys.get_asyncgen_hooks()
+        try:
+            self._thread_id = threading.get_ident()
+            sys.set_asyncgen_hooks(firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook)
+            events._set_running_loop(self)
+            self._run()
+        finally:
+            self._thread_id = None
+            events._set_running_loop(None)
+            self._set_coroutine_origin_tracking(False)
+            sys.set_asyncgen_hooks(*old_hooks)
+
+    def run_until_complete(self, future: Awaitable[_T]) -> _T:
+        self._check_closed()
+        self._check_running()
+        new_task = not futures.isfuture(future)
+        fut = tasks.ensure_future(future, loop=self)
+        if new_task:
+            # An exception raised out of run_forever is reported there;
+            # don't log "Task exception was never retrieved" as well.
+            fut._log_destroy_pending = False  # type: ignore[attr-defined]
+        fut.add_done_callback(_run_until_complete_cb)
+        try:
+            self.run_forever()
+        except BaseException:
+            if new_task and fut.done() and not fut.cancelled():
+                fut.exception()
+            raise
+        finally:
+            fut.remove_done_callback(_run_until_complete_cb)
+        if not fut.done():
+            raise RuntimeError("Event loop stopped before Future completed.")
+        return fut.result()
+
+    def close(self) -> None:
+        if self.is_running():
+            raise RuntimeError("Cannot close a running event loop")
+        if self.is_closed():
+            return
+        if self.get_debug():
+            logger.debug("Close %r", self)
+        if self._signal_handlers:
+            if sys.is_finalizing() or threading.current_thread() is not threading.main_thread():
+                warnings.warn(f"Closing the loop {self!r} on interpreter shutdown stage, skipping signal handlers removal", ResourceWarning, source=self)
+                self._signal_handlers = SignalHandlers(self)
+            else:
+                self._signal_handlers.close()
+        self._executor_shutdown_called = True
+        executor = self._default_executor
+        self._default_executor = None
+        self._close()
+        if executor is not None:
+            executor.shutdown(wait=False)
+
+    def set_debug(self, enabled: bool) -> None:
+        super().set_debug(enabled)
+        if self.is_running():
+            self.call_soon_threadsafe(self._set_coroutine_origin_tracking, bool(enabled))
+
+    def _set_coroutine_origin_tracking(self, enabled: bool) -> None:
+        if bool(enabled) == bool(self._coroutine_origin_tracking_enabled):
+            return
+        if enabled:
+            self._coroutine_origin_tracking_saved_depth = sys.get_coroutine_origin_tracking_depth()
+            sys.set_coroutine_origin_tracking_depth(10)  # asyncio's constants.DEBUG_STACK_DEPTH
+        else:
+            sys.set_coroutine_origin_tracking_depth(self._coroutine_origin_tracking_saved_depth or 0)
+        self._coroutine_origin_tracking_enabled = enabled
+
+    # -- asyncgens ---------------------------------------------------------
+
+    def _asyncgen_firstiter_hook(self, agen: Any) -> None:
+        if self._asyncgens_shutdown_called:
+            warnings.warn(f"asynchronous generator {agen!r} was scheduled after loop.shutdown_asyncgens() call", ResourceWarning, source=self)
+        self._asyncgens.add(agen)
+
+    def _asyncgen_finalizer_hook(self, agen: Any) -> None:
+        self._asyncgens.discard(agen)
+        if not self.is_closed():
+            self.call_soon_threadsafe(self.create_task, agen.aclose())
+
+    async def shutdown_asyncgens(self) -> None:
+        self._asyncgens_shutdown_called = True
+        if not len(self._asyncgens):
+            return
+        closing = list(self._asyncgens)
+        self._asyncgens.clear()
+        results = await asyncio.gather(*[agen.aclose() for agen in closing], return_exceptions=True)
+        for result, agen in zip(results, closing):
+            if isinstance(result, Exception):
+                self.call_exception_handler(
+                    {
+                        "message": f"an error occurred during closing of asynchronous generator {agen!r}",
+                        "exception": result,
+                        "asyncgen": agen,
+                    }
+                )
+
+    # -- executors ---------------------------------------------------------
+
+    def run_in_executor(self, executor: concurrent.futures.Executor | None, func: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
+        self._check_closed()
+        if self.get_debug():
+            self._check_callback(func, "run_in_executor")
+        if executor is None:
+            executor = self._default_executor
+            if self._executor_shutdown_called:
+                raise RuntimeError("Executor shutdown has been called")
+            if executor is None:
+                executor = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="asyncio")
+                self._default_executor = executor
+        return futures.wrap_future(executor.submit(func, *args), loop=self)
+
+    def _check_callback(self, callback: Any, method: str) -> None:
+        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+            raise TypeError(f"coroutines cannot be used with {method}()")
+        if not callable(callback):
+            raise TypeError(f"a callable object was expected by {method}(), got {callback!r}")
+
+    def set_default_executor(self, executor: concurrent.futures.ThreadPoolExecutor) -> None:
+        if not isinstance(executor, concurrent.futures.ThreadPoolExecutor):
+            raise TypeError("executor must be ThreadPoolExecutor instance")
+        self._default_executor = executor
+
+    async def shutdown_default_executor(self, timeout: float | None = None) -> None:
+        self._executor_shutdown_called = True
+        executor = self._default_executor
+        if executor is None:
+            return
+        done = self.create_future()
+        thread = threading.Thread(target=self._shutdown_executor_in_thread, args=(executor, done))
+        thread.start()
+        try:
+            if timeout is None:
+                await done
+            else:
+                await asyncio.wait_for(asyncio.shield(done), timeout)
+        except TimeoutError:
+            warnings.warn(
+                f"The executor did not finishing joining its threads within {timeout} seconds.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            executor.shutdown(wait=False)
+        finally:
+            thread.join(timeout)
+
+    def _shutdown_executor_in_thread(self, executor: concurrent.futures.ThreadPoolExecutor, done: asyncio.Future[None]) -> None:
+        try:
+            executor.shutdown(wait=True)
+            if not self.is_closed():
+                self.call_soon_threadsafe(_set_result_unless_done, done, None)
+        except Exception as exc:  # noqa: BLE001 (handed to the awaiting task)
+            if not self.is_closed():
+                self.call_soon_threadsafe(_set_exception_unless_done, done, exc)
+
+    # -- DNS -----------------------------------------------------------------
+
+    async def getaddrinfo(self, host: Any, port: Any, *, family: int = 0, type: int = 0, proto: int = 0, flags: int = 0) -> list[Any]:
+        return await self.run_in_executor(None, socket.getaddrinfo, host, port, family, type, proto, flags)
+
+    async def getnameinfo(self, sockaddr: Any, flags: int = 0) -> tuple[str, str]:
+        return await self.run_in_executor(None, socket.getnameinfo, sockaddr, flags)
+
+    # -- signals -------------------------------------------------------------
+
+    def add_signal_handler(self, sig: int, callback: Callable[..., object], *args: Any) -> None:
+        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+            raise TypeError("coroutines cannot be used with add_signal_handler()")
+        self._signal_handlers.add(sig, callback, args)
+
+    def remove_signal_handler(self, sig: int) -> bool:
+        return self._signal_handlers.remove(sig)
+
+    # -- errors ----------------------------------------------------------------
+
+    def get_exception_handler(self) -> Callable[[Any, dict[str, Any]], object] | None:
+        return self._exception_handler
+
+    def set_exception_handler(self, handler: Callable[[Any, dict[str, Any]], object] | None) -> None:
+        if handler is not None and not callable(handler):
+            raise TypeError(f"A callable object or None is expected, got {handler!r}")
+        self._exception_handler = handler
+
+    def default_exception_handler(self, context: dict[str, Any]) -> None:
+        message = context.get("message") or "Unhandled exception in event loop"
+        exception = context.get("exception")
+        exc_info: Any = (type(exception), exception, exception.__traceback__) if exception is not None else False
+        lines = [message]
+        for key in sorted(context):
+            if key in {"message", "exception"}:
+                continue
+            value = context[key]
+            if key == "source_traceback":
+                text = "".join(traceback.format_list(value))
+                value = "Object created at (most recent call last):\n" + text.rstrip()
+            elif key == "handle_traceback":
+                text = "".join(traceback.format_list(value))
+                value = "Handle created at (most recent call last):\n" + text.rstrip()
+            else:
+                value = repr(value)
+            lines.append(f"{key}: {value}")
+        logger.error("\n".join(lines), exc_info=exc_info)
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        if self._exception_handler is None:
+            try:
+                self.default_exception_handler(context)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException:
+                logger.error("Exception in default exception handler", exc_info=True)
+            return
+        try:
+            self._exception_handler(self, context)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            try:
+                self.default_exception_handler({"message": "Unhandled error in exception handler", "exception": exc, "context": context})
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException:
+                logger.error(
+                    "Exception in default exception handler while handling an unexpected error in custom exception handler",
+                    exc_info=True,
+                )
+
+
+def _set_result_unless_done(fut: asyncio.Future[Any], result: Any) -> None:
+    if not fut.done():
+        fut.set_result(result)
+
+
+def _set_exception_unless_done(fut: asyncio.Future[Any], exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)
+
+
+def _not_implemented(name: str) -> Callable[..., Any]:
+    def method(self: Loop, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"loop.{name}() {_TRANSPORTS_NOTE}")
+
+    method.__name__ = name
+    method.__qualname__ = f"Loop.{name}"
+    method.__doc__ = "Not implemented yet: raises NotImplementedError."
+    return method
+
+
+#: asyncio methods that need transports; listed in the README.
+NOT_IMPLEMENTED = (
+    "create_connection",
+    "create_server",
+    "sendfile",
+    "start_tls",
+    "create_unix_connection",
+    "create_unix_server",
+    "connect_accepted_socket",
+    "create_datagram_endpoint",
+    "connect_read_pipe",
+    "connect_write_pipe",
+    "subprocess_shell",
+    "subprocess_exec",
+    "sock_recv",
+    "sock_recv_into",
+    "sock_recvfrom",
+    "sock_recvfrom_into",
+    "sock_sendall",
+    "sock_sendto",
+    "sock_connect",
+    "sock_accept",
+    "sock_sendfile",
+)
+
+for _name in NOT_IMPLEMENTED:
+    setattr(Loop, _name, _not_implemented(_name))
+del _name
+
+
+# Loops alive in this process, for the fork hook.
+_live_loops: weakref.WeakSet[Loop] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # The child must not share the parent's epoll instance or wake-up fd,
+    # and is not inside any running loop as far as asyncio is concerned
+    # (asyncio itself does the latter from 3.12 on).
+    for loop in list(_live_loops):
+        if not loop.is_closed():
+            loop._after_fork()
+    events._set_running_loop(None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

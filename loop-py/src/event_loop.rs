@@ -1,0 +1,861 @@
+//! The native half of `ferroloop.Loop`: scheduling, timers, fd callbacks and
+//! the tick, which follows asyncio's `BaseEventLoop._run_once` step for step.
+
+use crate::errors::{closed, not_thread_safe, to_pyerr};
+use crate::handle::{cancel_handle, Handle, NewHandle};
+use crate::owner::{current_thread, Owned, Refused};
+use crate::pyapi;
+use loop_core::injector::Injector;
+use loop_core::reactor::{Reactor, Ready};
+use loop_core::ready::ReadyQueue;
+use loop_core::timers::{TimerEntry, Timers};
+use loop_core::{clock, Interest};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use std::cell::RefMut;
+use std::io;
+use std::os::fd::RawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A timer in the heap: a `TimerHandle` (as its base `Handle`).
+struct ScheduledTimer(Py<Handle>);
+
+impl TimerEntry for ScheduledTimer {
+    fn is_cancelled(&self) -> bool {
+        self.0.get().is_cancelled()
+    }
+}
+
+/// Reader and writer callbacks of one fd (asyncio keeps the same pair).
+#[derive(Default)]
+struct FdCallbacks {
+    reader: Option<Py<Handle>>,
+    writer: Option<Py<Handle>>,
+}
+
+impl FdCallbacks {
+    fn interest(&self) -> Interest {
+        Interest {
+            readable: self.reader.is_some(),
+            writable: self.writer.is_some(),
+        }
+    }
+}
+
+/// Everything only the loop's thread touches.
+struct State {
+    ready: ReadyQueue<Py<Handle>>,
+    /// The emptied queue of the previous tick, reused to avoid allocation.
+    spare: ReadyQueue<Py<Handle>>,
+    timers: Timers<ScheduledTimer>,
+    reactor: Reactor<FdCallbacks>,
+    events: Vec<Ready>,
+}
+
+#[pyclass(frozen, subclass, module = "ferroloop._native", name = "Loop")]
+pub struct Loop {
+    state: Owned<State>,
+    injector: Arc<Injector<Py<Handle>>>,
+    closed: AtomicBool,
+    stopping: AtomicBool,
+    debug: AtomicBool,
+    /// f64 bits of `slow_callback_duration`.
+    slow_callback: AtomicU64,
+    clock_resolution: f64,
+    timer_cancels: Arc<AtomicUsize>,
+    task_factory: Mutex<Option<Py<PyAny>>>,
+}
+
+/// References to drop once no loop state is borrowed: a decref can run
+/// `__del__`, which can call back into the loop.
+type Graveyard = Vec<ScheduledTimer>;
+
+/// `selectors._fileobj_to_fd`: an int, or an object with `fileno()`.
+fn fileobj_to_fd(obj: &Bound<'_, PyAny>) -> PyResult<RawFd> {
+    let fd: i64 = match obj.extract::<i64>() {
+        Ok(fd) => fd,
+        Err(_) => obj
+            .call_method0("fileno")
+            .and_then(|f| f.extract::<i64>())
+            .map_err(|_| {
+                let repr = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+                PyValueError::new_err(format!("Invalid file object: {repr}"))
+            })?,
+    };
+    if fd < 0 || fd > i64::from(i32::MAX) {
+        return Err(PyValueError::new_err(format!(
+            "Invalid file descriptor: {fd}"
+        )));
+    }
+    Ok(fd as RawFd)
+}
+
+fn number_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    obj.extract::<f64>().map_err(|_| {
+        let type_name = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        PyTypeError::new_err(format!("{what} must be a real number, not {type_name}"))
+    })
+}
+
+impl Loop {
+    fn state(&self) -> PyResult<RefMut<'_, State>> {
+        self.state
+            .try_borrow_mut()
+            .map_err(|refused| match refused {
+                Refused::OtherThread => not_thread_safe(),
+                Refused::Busy => PyRuntimeError::new_err(
+                    "ferroloop: loop state is busy (re-entrant call from a destructor)",
+                ),
+            })
+    }
+
+    #[inline]
+    fn check_closed(&self) -> PyResult<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(closed())
+        } else {
+            Ok(())
+        }
+    }
+
+    #[inline]
+    fn is_debug(&self) -> bool {
+        self.debug.load(Ordering::Relaxed)
+    }
+
+    /// asyncio's `_check_thread` (debug mode only).
+    fn check_thread(&self) -> PyResult<()> {
+        if self.state.admits_current() {
+            Ok(())
+        } else {
+            Err(not_thread_safe())
+        }
+    }
+
+    /// Move callbacks queued by other threads into the ready queue (and
+    /// timers into the heap), in the order they were queued.
+    #[inline]
+    fn absorb_injected(&self, st: &mut State) {
+        while let Some(handle) = self.injector.pop() {
+            match &handle.get().timer {
+                Some(timer) => {
+                    let when = timer.when;
+                    st.timers.push(when, ScheduledTimer(handle));
+                }
+                None => st.ready.push(handle),
+            }
+        }
+    }
+
+    /// Queue a ready handle. The loop's own thread pushes directly (after
+    /// anything other threads queued earlier); other threads, and re-entrant
+    /// calls from destructors, go through the injector.
+    fn schedule(&self, handle: Py<Handle>) -> PyResult<()> {
+        match self.state.try_borrow_mut() {
+            Ok(mut st) => {
+                if !self.injector.is_empty() {
+                    self.absorb_injected(&mut st);
+                }
+                st.ready.push(handle);
+                Ok(())
+            }
+            Err(_) => self.injector.push(handle).map_err(to_pyerr),
+        }
+    }
+
+    fn schedule_timer(&self, handle: Py<Handle>, when: f64) -> PyResult<()> {
+        if let Some(timer) = &handle.get().timer {
+            timer.scheduled.store(true, Ordering::Release);
+        }
+        match self.state.try_borrow_mut() {
+            Ok(mut st) => {
+                st.timers.push(when, ScheduledTimer(handle));
+                Ok(())
+            }
+            Err(_) => self.injector.push(handle).map_err(to_pyerr),
+        }
+    }
+
+    fn new_timer(
+        slf: &Bound<'_, Self>,
+        when: f64,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
+        method: &str,
+    ) -> PyResult<Py<Handle>> {
+        let this = slf.get();
+        this.check_closed()?;
+        let debug = this.is_debug();
+        if debug {
+            this.check_thread()?;
+            pyapi::check_callback(&callback, method)?;
+        }
+        let handle = NewHandle {
+            callback,
+            args,
+            context,
+            event_loop: slf.as_any(),
+            debug,
+        }
+        .build_timer(when, Arc::clone(&this.timer_cancels))?;
+        this.schedule_timer(handle.clone_ref(slf.py()), when)?;
+        Ok(handle)
+    }
+
+    /// One iteration: poll, I/O callbacks, due timers, then exactly the
+    /// callbacks that are ready at that point.
+    fn run_once(&self, slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let mut graveyard: Graveyard = Vec::new();
+        let blocking;
+        let mut batch = {
+            let mut guard = self.state()?;
+            let st = &mut *guard;
+            self.absorb_injected(st);
+            let cancels = self.timer_cancels.swap(0, Ordering::AcqRel);
+            if cancels > 0 {
+                st.timers.note_cancelled_n(cancels, &mut graveyard);
+            }
+            let timeout = if !st.ready.is_empty() || self.stopping.load(Ordering::Acquire) {
+                0
+            } else {
+                match st.timers.next_deadline(&mut graveyard) {
+                    Some(deadline) => clock::timeout_millis(deadline - clock::monotonic()),
+                    None => -1,
+                }
+            };
+            blocking = timeout != 0;
+            let mut events = std::mem::take(&mut st.events);
+            events.clear();
+            let reactor = &mut st.reactor;
+            let waited = if blocking {
+                // Only a poll that can block is worth releasing the GIL for.
+                py.detach(|| reactor.poll(timeout, &mut events))
+            } else {
+                reactor.poll(0, &mut events)
+            };
+            match waited {
+                Ok(wait) if wait.woken => self.injector.acknowledge_wake(),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    st.events = events;
+                    return Err(e.into());
+                }
+            }
+            for ready in &events {
+                let Some(source) = st.reactor.get(ready.fd) else {
+                    continue;
+                };
+                let fds = &source.data;
+                let mut wanted = [None, None];
+                if ready.readable {
+                    wanted[0] = fds.reader.as_ref().filter(|h| !h.get().is_cancelled());
+                }
+                if ready.writable {
+                    wanted[1] = fds.writer.as_ref().filter(|h| !h.get().is_cancelled());
+                }
+                let handles: Vec<Py<Handle>> = wanted
+                    .into_iter()
+                    .flatten()
+                    .map(|h| h.clone_ref(py))
+                    .collect();
+                for h in handles {
+                    st.ready.push(h);
+                }
+            }
+            st.events = events;
+            self.absorb_injected(st);
+            let end = clock::monotonic() + self.clock_resolution;
+            while let Some(timer) = st.timers.pop_due(end, &mut graveyard) {
+                if let Some(t) = &timer.0.get().timer {
+                    t.scheduled.store(false, Ordering::Release);
+                }
+                st.ready.push(timer.0);
+            }
+            let mut batch = ReadyQueue::new();
+            batch.swap(&mut st.spare);
+            batch.swap(&mut st.ready);
+            batch
+        };
+        drop(graveyard);
+        if blocking {
+            // Run Python-level signal handlers now (Ctrl-C raises here) rather
+            // than at some later bytecode: the loop may have nothing to run.
+            py.check_signals()?;
+        }
+        let debug = self.is_debug();
+        while let Some(handle) = batch.pop() {
+            if let Err(err) = self.run_handle(slf, handle.bind(py), debug) {
+                // KeyboardInterrupt/SystemExit: the rest keep their place.
+                if let Ok(mut st) = self.state.try_borrow_mut() {
+                    st.ready.prepend(&mut batch);
+                }
+                return Err(err);
+            }
+        }
+        if let Ok(mut st) = self.state.try_borrow_mut() {
+            st.spare = batch;
+        }
+        Ok(())
+    }
+
+    /// Run one handle; a Rust panic becomes a RuntimeError for the
+    /// exception handler instead of a BaseException killing `run_forever`.
+    fn run_handle(
+        &self,
+        slf: &Bound<'_, Self>,
+        handle: &Bound<'_, Handle>,
+        debug: bool,
+    ) -> PyResult<()> {
+        let start = if debug { clock::monotonic() } else { 0.0 };
+        let outcome = catch_unwind(AssertUnwindSafe(|| Handle::run(handle)));
+        let result = match outcome {
+            Ok(result) => result,
+            Err(panic) => report_panic(slf, handle, panic),
+        };
+        if debug {
+            let took = clock::monotonic() - start;
+            if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
+                pyapi::log_slow_callback(slf.py())?.call1((handle, took))?;
+            }
+        }
+        result
+    }
+
+    /// Set or replace the reader (or writer) of `fd`.
+    fn add_fd_callback(
+        slf: &Bound<'_, Self>,
+        fd: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        write: bool,
+    ) -> PyResult<()> {
+        let this = slf.get();
+        this.check_closed()?;
+        let fd = fileobj_to_fd(fd)?;
+        let handle = NewHandle {
+            callback,
+            args,
+            context: None,
+            event_loop: slf.as_any(),
+            debug: this.is_debug(),
+        }
+        .build()?;
+        let replaced = {
+            let mut st = this.state()?;
+            match st.reactor.get_mut(fd) {
+                Some(source) => {
+                    let slot = if write {
+                        &mut source.data.writer
+                    } else {
+                        &mut source.data.reader
+                    };
+                    let old = slot.replace(handle);
+                    let interest = source.data.interest();
+                    st.reactor.set_interest(fd, interest).map_err(to_pyerr)?;
+                    old
+                }
+                None => {
+                    let callbacks = if write {
+                        FdCallbacks {
+                            reader: None,
+                            writer: Some(handle),
+                        }
+                    } else {
+                        FdCallbacks {
+                            reader: Some(handle),
+                            writer: None,
+                        }
+                    };
+                    let interest = callbacks.interest();
+                    st.reactor
+                        .register(fd, interest, callbacks)
+                        .map_err(to_pyerr)?;
+                    None
+                }
+            }
+        };
+        if let Some(old) = replaced {
+            cancel_handle(old.bind(slf.py()))?;
+        }
+        Ok(())
+    }
+
+    fn remove_fd_callback(
+        slf: &Bound<'_, Self>,
+        fd: &Bound<'_, PyAny>,
+        write: bool,
+    ) -> PyResult<bool> {
+        let this = slf.get();
+        if this.closed.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        let fd = fileobj_to_fd(fd)?;
+        let (removed, emptied) = {
+            let mut st = this.state()?;
+            let Some(source) = st.reactor.get_mut(fd) else {
+                return Ok(false);
+            };
+            let removed = if write {
+                source.data.writer.take()
+            } else {
+                source.data.reader.take()
+            };
+            let interest = source.data.interest();
+            let emptied = if interest.is_empty() {
+                st.reactor.deregister(fd)
+            } else {
+                // The fd may be closed already; the kernel forgot it then.
+                let _ = st.reactor.set_interest(fd, interest);
+                None
+            };
+            (removed, emptied)
+        };
+        drop(emptied);
+        match removed {
+            Some(handle) => {
+                cancel_handle(handle.bind(slf.py()))?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+fn report_panic(
+    slf: &Bound<'_, Loop>,
+    handle: &Bound<'_, Handle>,
+    panic: Box<dyn std::any::Any + Send>,
+) -> PyResult<()> {
+    let py = slf.py();
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    let exc = PyRuntimeError::new_err(format!("ferroloop internal error (Rust panic): {what}"));
+    let context = PyDict::new(py);
+    context.set_item(
+        "message",
+        "Rust panic in ferroloop while running a callback",
+    )?;
+    context.set_item("exception", exc.into_value(py))?;
+    context.set_item("handle", handle)?;
+    slf.call_method1("call_exception_handler", (context,))?;
+    Ok(())
+}
+
+/// Gives the loop up when `_run` returns or raises.
+struct RunGuard<'a>(&'a Loop);
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        self.0.stopping.store(false, Ordering::Release);
+        self.0.state.release();
+    }
+}
+
+#[pymethods]
+impl Loop {
+    #[new]
+    fn new() -> PyResult<Self> {
+        let reactor = Reactor::new().map_err(to_pyerr)?;
+        let injector = Arc::new(Injector::new(reactor.notifier()));
+        Ok(Loop {
+            state: Owned::new(State {
+                ready: ReadyQueue::new(),
+                spare: ReadyQueue::new(),
+                timers: Timers::new(),
+                reactor,
+                events: Vec::with_capacity(64),
+            }),
+            injector,
+            closed: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            debug: AtomicBool::new(false),
+            slow_callback: AtomicU64::new(0.1f64.to_bits()),
+            clock_resolution: clock::resolution(),
+            timer_cancels: Arc::new(AtomicUsize::new(0)),
+            task_factory: Mutex::new(None),
+        })
+    }
+
+    fn time(&self) -> f64 {
+        clock::monotonic()
+    }
+
+    #[getter]
+    fn _clock_resolution(&self) -> f64 {
+        self.clock_resolution
+    }
+
+    #[pyo3(signature = (callback, *args, context=None))]
+    fn call_soon(
+        slf: &Bound<'_, Self>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Handle>> {
+        let this = slf.get();
+        this.check_closed()?;
+        let debug = this.is_debug();
+        if debug {
+            this.check_thread()?;
+            pyapi::check_callback(&callback, "call_soon")?;
+        }
+        let handle = NewHandle {
+            callback,
+            args,
+            context,
+            event_loop: slf.as_any(),
+            debug,
+        }
+        .build()?;
+        this.schedule(handle.clone_ref(slf.py()))?;
+        Ok(handle)
+    }
+
+    #[pyo3(signature = (callback, *args, context=None))]
+    fn call_soon_threadsafe(
+        slf: &Bound<'_, Self>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Handle>> {
+        let this = slf.get();
+        this.check_closed()?;
+        let debug = this.is_debug();
+        if debug {
+            pyapi::check_callback(&callback, "call_soon_threadsafe")?;
+        }
+        let handle = NewHandle {
+            callback,
+            args,
+            context,
+            event_loop: slf.as_any(),
+            debug,
+        }
+        .build()?;
+        let queued = handle.clone_ref(slf.py());
+        if this.state.owner() == current_thread() {
+            this.schedule(queued)?;
+        } else {
+            this.injector.push(queued).map_err(to_pyerr)?;
+        }
+        Ok(handle)
+    }
+
+    #[pyo3(signature = (delay, callback, *args, context=None))]
+    fn call_later(
+        slf: &Bound<'_, Self>,
+        delay: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Handle>> {
+        if delay.is_none() {
+            return Err(PyTypeError::new_err("delay must not be None"));
+        }
+        let when = clock::monotonic() + number_arg(delay, "delay")?;
+        Loop::new_timer(slf, when, callback, args, context, "call_later")
+    }
+
+    #[pyo3(signature = (when, callback, *args, context=None))]
+    fn call_at(
+        slf: &Bound<'_, Self>,
+        when: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Handle>> {
+        if when.is_none() {
+            return Err(PyTypeError::new_err("when cannot be None"));
+        }
+        let when = number_arg(when, "when")?;
+        Loop::new_timer(slf, when, callback, args, context, "call_at")
+    }
+
+    fn create_future<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        pyapi::vectorcall(
+            pyapi::future_type(py)?,
+            &[],
+            Some(pyapi::kwnames_loop(py)),
+            &[slf.as_any()],
+        )
+    }
+
+    #[pyo3(signature = (coro, *, name=None, context=None, **kwargs))]
+    fn create_task<'py>(
+        slf: &Bound<'py, Self>,
+        coro: &Bound<'py, PyAny>,
+        name: Option<&Bound<'py, PyAny>>,
+        context: Option<&Bound<'py, PyAny>>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        this.check_closed()?;
+        let name = name.filter(|n| !n.is_none());
+        let context = context.filter(|c| !c.is_none());
+        let extra = kwargs.filter(|k| !k.is_empty());
+        if extra.is_some() && cfg!(not(Py_3_13)) {
+            return Err(PyTypeError::new_err(
+                "create_task() got an unexpected keyword argument",
+            ));
+        }
+        let factory = this
+            .task_factory
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|f| f.clone_ref(py));
+        match factory {
+            None => {
+                if name.is_none() && context.is_none() && extra.is_none() {
+                    return pyapi::vectorcall(
+                        pyapi::task_type(py)?,
+                        &[coro],
+                        Some(pyapi::kwnames_loop(py)),
+                        &[slf.as_any()],
+                    );
+                }
+                let kw = PyDict::new(py);
+                kw.set_item("loop", slf)?;
+                if let Some(n) = name {
+                    kw.set_item("name", n)?;
+                }
+                if let Some(c) = context {
+                    kw.set_item("context", c)?;
+                }
+                if let Some(extra) = extra {
+                    kw.update(extra.as_mapping())?;
+                }
+                pyapi::task_type(py)?.call((coro,), Some(&kw))
+            }
+            Some(factory) => {
+                let factory = factory.bind(py);
+                let kw = PyDict::new(py);
+                if let Some(c) = context {
+                    kw.set_item("context", c)?;
+                }
+                // 3.13+ hands name and extra keywords to the factory; older
+                // versions set the name on the task it returns.
+                if cfg!(Py_3_13) {
+                    if let Some(n) = name {
+                        kw.set_item("name", n)?;
+                    }
+                    if let Some(extra) = extra {
+                        kw.update(extra.as_mapping())?;
+                    }
+                }
+                let task = factory.call((slf, coro), Some(&kw))?;
+                if cfg!(not(Py_3_13)) {
+                    if let Some(n) = name {
+                        task.call_method1("set_name", (n,))?;
+                    }
+                }
+                Ok(task)
+            }
+        }
+    }
+
+    fn set_task_factory(&self, factory: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let factory = factory.filter(|f| !f.is_none());
+        if let Some(f) = &factory {
+            if !f.is_callable() {
+                return Err(PyTypeError::new_err(
+                    "task factory must be a callable or None",
+                ));
+            }
+        }
+        let old = std::mem::replace(
+            &mut *self
+                .task_factory
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+            factory.map(Bound::unbind),
+        );
+        drop(old);
+        Ok(())
+    }
+
+    fn get_task_factory(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.task_factory
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|f| f.clone_ref(py))
+    }
+
+    fn get_debug(&self) -> bool {
+        self.is_debug()
+    }
+
+    fn set_debug(&self, enabled: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.debug.store(enabled.is_truthy()?, Ordering::Relaxed);
+        Ok(())
+    }
+
+    #[getter]
+    fn get_slow_callback_duration(&self) -> f64 {
+        f64::from_bits(self.slow_callback.load(Ordering::Relaxed))
+    }
+
+    #[setter]
+    fn set_slow_callback_duration(&self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let value = number_arg(value, "slow_callback_duration")?;
+        self.slow_callback.store(value.to_bits(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn is_running(&self) -> bool {
+        self.state.owner() != 0
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn _check_closed(&self) -> PyResult<()> {
+        self.check_closed()
+    }
+
+    /// Stop after the current tick; wakes the loop when called from another
+    /// thread (where asyncio would need `call_soon_threadsafe(loop.stop)`).
+    fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
+        let owner = self.state.owner();
+        if owner != 0 && owner != current_thread() {
+            self.injector.wake();
+        }
+    }
+
+    /// The native part of `run_forever`: tick until stopped. The Python
+    /// wrapper sets the running loop and asyncgen hooks around it.
+    fn _run(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let this = slf.get();
+        this.check_closed()?;
+        if !this.state.claim() {
+            return Err(PyRuntimeError::new_err(
+                "This event loop is already running",
+            ));
+        }
+        let _guard = RunGuard(this);
+        loop {
+            this.run_once(slf)?;
+            if this.stopping.load(Ordering::Acquire) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The native part of `close`: drop every pending callback and timer.
+    fn _close(&self) -> PyResult<()> {
+        if self.state.owner() != 0 {
+            return Err(PyRuntimeError::new_err("Cannot close a running event loop"));
+        }
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.injector.close();
+        let (ready, timers, fds) = {
+            let mut st = self.state()?;
+            let mut ready: Vec<Py<Handle>> = st.ready.drain().collect();
+            ready.extend(st.spare.drain());
+            let mut timers = Vec::new();
+            st.timers.clear(&mut timers);
+            let fds = st.reactor.drain();
+            (ready, timers, fds)
+        };
+        let queued: Vec<Py<Handle>> = std::iter::from_fn(|| self.injector.pop()).collect();
+        drop((ready, timers, fds, queued));
+        Ok(())
+    }
+
+    /// A handle for `callback(*args)` in a copy of the current context,
+    /// not scheduled (signal handlers keep one and schedule it per signal).
+    fn _new_handle(
+        slf: &Bound<'_, Self>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+    ) -> PyResult<Py<Handle>> {
+        NewHandle {
+            callback,
+            args,
+            context: None,
+            event_loop: slf.as_any(),
+            debug: slf.get().is_debug(),
+        }
+        .build()
+    }
+
+    /// Queue an existing handle as if by `call_soon`.
+    fn _schedule(&self, handle: Py<Handle>) -> PyResult<()> {
+        self.check_closed()?;
+        self.schedule(handle)
+    }
+
+    fn _ready_count(&self) -> PyResult<usize> {
+        Ok(self.state()?.ready.len())
+    }
+
+    fn _timer_count(&self) -> PyResult<usize> {
+        Ok(self.state()?.timers.len())
+    }
+
+    /// In a forked child: rebuild the poller and wake-up fd shared with the
+    /// parent, keeping registrations.
+    fn _after_fork(&self) -> PyResult<()> {
+        self.injector.acknowledge_wake();
+        match self.state.try_borrow_mut() {
+            Ok(mut st) => st.reactor.reinit_after_fork().map_err(to_pyerr),
+            // Forked from inside this loop's own tick: it is borrowed on the
+            // stack we fork from, which the child never returns through.
+            Err(_) => Ok(()),
+        }
+    }
+
+    #[pyo3(signature = (fd, callback, *args))]
+    fn add_reader(
+        slf: &Bound<'_, Self>,
+        fd: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        Loop::add_fd_callback(slf, fd, callback, args, false)
+    }
+
+    #[pyo3(signature = (fd, callback, *args))]
+    fn add_writer(
+        slf: &Bound<'_, Self>,
+        fd: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        Loop::add_fd_callback(slf, fd, callback, args, true)
+    }
+
+    fn remove_reader(slf: &Bound<'_, Self>, fd: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Loop::remove_fd_callback(slf, fd, false)
+    }
+
+    fn remove_writer(slf: &Bound<'_, Self>, fd: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Loop::remove_fd_callback(slf, fd, true)
+    }
+
+    /// Name of the poller backend compiled in (`"epoll"` or `"polling"`).
+    #[getter]
+    fn _poller_backend(&self, py: Python<'_>) -> Py<PyString> {
+        PyString::intern(py, loop_core::poller::BACKEND).unbind()
+    }
+}

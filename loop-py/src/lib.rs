@@ -1,0 +1,24 @@
+//! ferroloop's CPython extension (`ferroloop._native`).
+//!
+//! The native half of the event loop: scheduling, timers, the tick and fd
+//! callbacks. The Python package subclasses [`event_loop::Loop`] with
+//! `asyncio.AbstractEventLoop` and adds the long tail (executors, signals,
+//! asyncgen hooks, exception-handler plumbing) in Python.
+
+use pyo3::prelude::*;
+
+mod errors;
+mod event_loop;
+mod handle;
+mod owner;
+mod pyapi;
+
+#[pymodule(gil_used = true)]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<event_loop::Loop>()?;
+    m.add_class::<handle::Handle>()?;
+    m.add_class::<handle::TimerHandle>()?;
+    m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

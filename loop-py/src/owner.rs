@@ -1,0 +1,85 @@
+//! Loop state owned by the thread running the loop.
+//!
+//! PyO3 requires pyclasses to be `Send + Sync`, but a loop's state is
+//! single-threaded. [`Owned`] holds it in a `RefCell` and lets a thread in
+//! only if it owns the loop (runs it), or if no thread does (the loop is not
+//! running: asyncio lets any thread schedule on an idle loop, and the GIL,
+//! which this module requires, serialises those calls). Other threads must
+//! use the injector instead.
+
+use std::cell::{RefCell, RefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static THREAD: u64 = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A small, never-reused id for the calling thread (cheaper than
+/// `std::thread::current().id()`, which clones an `Arc`).
+#[inline]
+pub fn current_thread() -> u64 {
+    THREAD.with(|t| *t)
+}
+
+pub struct Owned<T> {
+    cell: RefCell<T>,
+    /// Thread running the loop, 0 when none.
+    owner: AtomicU64,
+}
+
+// SAFETY: the cell is only borrowed through `try_borrow_mut`, which admits
+// the owner thread while the loop runs and otherwise only GIL-holding
+// callers (no borrow is ever held across a GIL release by a non-owner), so
+// two threads never borrow it at once.
+unsafe impl<T: Send> Sync for Owned<T> {}
+
+/// Why a borrow was refused.
+pub enum Refused {
+    /// Another thread runs the loop.
+    OtherThread,
+    /// Re-entrant borrow: a bug in this crate, reported as RuntimeError.
+    Busy,
+}
+
+impl<T> Owned<T> {
+    pub fn new(value: T) -> Self {
+        Owned {
+            cell: RefCell::new(value),
+            owner: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    pub fn owner(&self) -> u64 {
+        self.owner.load(Ordering::Acquire)
+    }
+
+    /// True if the calling thread may borrow now.
+    #[inline]
+    pub fn admits_current(&self) -> bool {
+        let owner = self.owner();
+        owner == 0 || owner == current_thread()
+    }
+
+    #[inline]
+    pub fn try_borrow_mut(&self) -> Result<RefMut<'_, T>, Refused> {
+        if !self.admits_current() {
+            return Err(Refused::OtherThread);
+        }
+        self.cell.try_borrow_mut().map_err(|_| Refused::Busy)
+    }
+
+    /// Claim the loop for the calling thread (start of `run_forever`).
+    pub fn claim(&self) -> bool {
+        self.owner
+            .compare_exchange(0, current_thread(), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Give the loop up (end of `run_forever`).
+    pub fn release(&self) {
+        self.owner.store(0, Ordering::Release);
+    }
+}

@@ -1,0 +1,139 @@
+//! Python objects the native loop uses, looked up once per interpreter,
+//! and the few raw C-API calls it makes.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyString, PyTuple};
+
+macro_rules! cached_attr {
+    ($name:ident, $module:literal, $attr:literal) => {
+        pub fn $name(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+            static CELL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+            CELL.get_or_try_init(py, || {
+                Ok::<_, PyErr>(py.import($module)?.getattr($attr)?.unbind())
+            })
+            .map(|obj| obj.bind(py))
+        }
+    };
+}
+
+cached_attr!(future_type, "asyncio", "Future");
+cached_attr!(task_type, "asyncio", "Task");
+cached_attr!(
+    format_callback_source,
+    "ferroloop._format",
+    "format_callback_source"
+);
+cached_attr!(handle_repr, "ferroloop._format", "handle_repr");
+cached_attr!(extract_stack, "ferroloop._format", "extract_stack");
+cached_attr!(log_slow_callback, "ferroloop._format", "log_slow_callback");
+cached_attr!(is_coroutine, "asyncio", "iscoroutine");
+cached_attr!(is_coroutine_function, "asyncio", "iscoroutinefunction");
+
+/// `("loop",)`: keyword names for `Future(loop=…)` calls.
+pub fn kwnames_loop(py: Python<'_>) -> &Bound<'_, PyTuple> {
+    static CELL: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    CELL.get_or_init(py, || {
+        PyTuple::new(py, [PyString::intern(py, "loop")])
+            .expect("a 1-tuple of str always builds")
+            .unbind()
+    })
+    .bind(py)
+}
+
+/// `callable(*positional, **dict(zip(kwnames, keyword)))` without building
+/// a dict (vectorcall).
+pub fn vectorcall<'py>(
+    callable: &Bound<'py, PyAny>,
+    positional: &[&Bound<'py, PyAny>],
+    kwnames: Option<&Bound<'py, PyTuple>>,
+    keyword: &[&Bound<'py, PyAny>],
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = callable.py();
+    debug_assert_eq!(kwnames.map_or(0, |k| k.len()), keyword.len());
+    // One spare leading slot lets CPython prepend `self` without copying.
+    let mut stack: Vec<*mut ffi::PyObject> =
+        Vec::with_capacity(1 + positional.len() + keyword.len());
+    stack.push(std::ptr::null_mut());
+    stack.extend(positional.iter().map(|a| a.as_ptr()));
+    stack.extend(keyword.iter().map(|a| a.as_ptr()));
+    let nargs = positional.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
+    // SAFETY: every pointer in `stack` after the spare slot is a live object
+    // borrowed for the call; `kwnames` is a tuple of str whose length equals
+    // the trailing keyword values; the result is a new reference or NULL with
+    // an exception set, which `from_owned_ptr_or_err` turns into a PyErr.
+    unsafe {
+        let result = ffi::PyObject_Vectorcall(
+            callable.as_ptr(),
+            stack.as_ptr().add(1),
+            nargs,
+            kwnames.map_or(std::ptr::null_mut(), |k| k.as_ptr()),
+        );
+        Bound::from_owned_ptr_or_err(py, result)
+    }
+}
+
+/// A new copy of the current `contextvars` context.
+pub fn copy_current_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    // SAFETY: PyContext_CopyCurrent returns a new reference or NULL with an
+    // exception set; called with the GIL held.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_CopyCurrent()) }
+}
+
+/// True for an exact `contextvars.Context`.
+pub fn is_context(obj: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: a type check on a live object.
+    unsafe { ffi::PyContext_CheckExact(obj.as_ptr()) != 0 }
+}
+
+/// `context.run(func, *args)`, entering the context through the C API.
+pub fn run_in_context<'py>(
+    context: &Bound<'py, PyAny>,
+    func: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+) -> PyResult<()> {
+    let py = context.py();
+    if !is_context(context) {
+        // Not a real Context (a user passed something else): let Python
+        // raise what `context.run` raises.
+        let mut call_args = vec![func.clone()];
+        call_args.extend(args.iter());
+        context.call_method1("run", PyTuple::new(py, call_args)?)?;
+        return Ok(());
+    }
+    // SAFETY: `context` is an exact Context. Enter fails (returns -1 with
+    // RuntimeError set) if it is already entered; Exit is called exactly once
+    // after a successful Enter, after the call's error (if any) was fetched.
+    unsafe {
+        if ffi::PyContext_Enter(context.as_ptr()) < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        let raw = ffi::PyObject_Call(func.as_ptr(), args.as_ptr(), std::ptr::null_mut());
+        let result = Bound::from_owned_ptr_or_err(py, raw);
+        if ffi::PyContext_Exit(context.as_ptr()) < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        result.map(drop)
+    }
+}
+
+/// asyncio's `_check_callback` (debug mode only, as in asyncio).
+pub fn check_callback(callback: &Bound<'_, PyAny>, method: &str) -> PyResult<()> {
+    let py = callback.py();
+    if is_coroutine(py)?.call1((callback,))?.is_truthy()?
+        || is_coroutine_function(py)?.call1((callback,))?.is_truthy()?
+    {
+        return Err(PyTypeError::new_err(format!(
+            "coroutines cannot be used with {method}()"
+        )));
+    }
+    if !callback.is_callable() {
+        return Err(PyTypeError::new_err(format!(
+            "a callable object was expected by {method}(), got {}",
+            callback.repr()?
+        )));
+    }
+    Ok(())
+}
