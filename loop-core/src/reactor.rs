@@ -153,6 +153,14 @@ impl<S> Reactor<S> {
         Some(source.data)
     }
 
+    /// Every live registration's data.
+    pub fn iter(&self) -> impl Iterator<Item = (RawFd, &S)> + '_ {
+        self.sources
+            .iter()
+            .enumerate()
+            .filter_map(|(fd, slot)| slot.as_ref().map(|s| (fd as RawFd, &s.data)))
+    }
+
     /// Remove every registration, returning their data.
     pub fn drain(&mut self) -> Vec<(RawFd, S)> {
         let mut out = Vec::new();

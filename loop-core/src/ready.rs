@@ -73,6 +73,11 @@ impl<T> ReadyQueue<T> {
         std::mem::swap(&mut self.queue, &mut other.queue);
     }
 
+    /// Every queued item, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.queue.iter()
+    }
+
     /// Remove everything (loop close).
     pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
         self.queue.drain(..)

@@ -126,6 +126,12 @@ impl<T: TimerEntry> Timers<T> {
     }
 
     fn drop_cancelled_head(&mut self, out: &mut Vec<T>) {
+        // Nothing counted as cancelled: skip touching the payload (a cache
+        // miss per timer for Python handles). The owner still checks a
+        // handle's flag before running it.
+        if self.cancelled == 0 {
+            return;
+        }
         while self.heap.peek().is_some_and(|s| s.item.is_cancelled()) {
             if let Some(slot) = self.heap.pop() {
                 self.cancelled = self.cancelled.saturating_sub(1);
@@ -148,6 +154,11 @@ impl<T: TimerEntry> Timers<T> {
         } else {
             None
         }
+    }
+
+    /// Every entry, in no particular order (for garbage-collector visits).
+    pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.heap.iter().map(|s| &s.item)
     }
 
     /// Remove everything (loop close).

@@ -6,11 +6,26 @@ use pyo3::PyErr;
 
 pub fn to_pyerr(err: Error) -> PyErr {
     match err {
-        // io::Error → the matching OSError subclass, errno set.
-        Error::Io(e) => PyErr::from(e),
+        Error::Io(e) => os_error(&e),
         Error::InvalidFd(fd) => PyValueError::new_err(format!("Invalid file descriptor: {fd}")),
         Error::Closed => PyRuntimeError::new_err("Event loop is closed"),
         other => PyOSError::new_err(other.to_string()),
+    }
+}
+
+/// `OSError(errno, strerror)`: Python picks the subclass (`PermissionError`,
+/// …) from the errno and sets `.errno`, as the stdlib's own errors do.
+pub fn os_error(err: &std::io::Error) -> PyErr {
+    match err.raw_os_error() {
+        Some(code) => {
+            let text = err.to_string();
+            let message = text
+                .strip_suffix(&format!(" (os error {code})"))
+                .unwrap_or(&text)
+                .to_string();
+            PyOSError::new_err((code, message))
+        }
+        None => PyOSError::new_err(err.to_string()),
     }
 }
 

@@ -11,8 +11,10 @@ use loop_core::ready::ReadyQueue;
 use loop_core::timers::{TimerEntry, Timers};
 use loop_core::{clock, Interest};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::PyTraverseError;
 use std::cell::RefMut;
 use std::io;
 use std::os::fd::RawFd;
@@ -248,7 +250,7 @@ impl Loop {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     st.events = events;
-                    return Err(e.into());
+                    return Err(crate::errors::os_error(&e));
                 }
             }
             for ready in &events {
@@ -466,6 +468,40 @@ impl Drop for RunGuard<'_> {
 
 #[pymethods]
 impl Loop {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(factory) = self.task_factory.try_lock() {
+            visit.call(&*factory)?;
+        }
+        let Some(st) = self.state.peek_in_gc() else {
+            return Ok(());
+        };
+        for handle in st.ready.iter().chain(st.spare.iter()) {
+            visit.call(handle)?;
+        }
+        for timer in st.timers.iter() {
+            visit.call(&timer.0)?;
+        }
+        for (_, fds) in st.reactor.iter() {
+            visit.call(&fds.reader)?;
+            visit.call(&fds.writer)?;
+        }
+        Ok(())
+    }
+
+    /// Break cycles: an unreachable loop drops what it holds.
+    fn __clear__(&self) {
+        let taken = self.state.take_in_gc().map(|mut guard| {
+            let st = &mut *guard;
+            let mut timers = Vec::new();
+            st.timers.clear(&mut timers);
+            let ready: Vec<Py<Handle>> = st.ready.drain().chain(st.spare.drain()).collect();
+            (ready, timers, st.reactor.drain())
+        });
+        drop(taken);
+        let factory = self.task_factory.try_lock().ok().and_then(|mut f| f.take());
+        drop(factory);
+    }
+
     #[new]
     fn new() -> PyResult<Self> {
         let reactor = Reactor::new().map_err(to_pyerr)?;
@@ -697,7 +733,7 @@ impl Loop {
             .map(|f| f.clone_ref(py))
     }
 
-    fn get_debug(&self) -> bool {
+    pub fn get_debug(&self) -> bool {
         self.is_debug()
     }
 

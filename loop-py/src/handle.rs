@@ -6,13 +6,17 @@
 //! which `cancel()` drops so a cancelled handle holds no references (as
 //! asyncio does, to break cycles early).
 
+use crate::event_loop::Loop;
+use crate::gil_cell::GilCell;
 use crate::pyapi;
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple};
+use pyo3::PyTraverseError;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 struct Callback {
     func: Py<PyAny>,
@@ -30,23 +34,19 @@ pub struct Timer {
 
 #[pyclass(frozen, subclass, module = "ferroloop._native", name = "Handle")]
 pub struct Handle {
-    callback: Mutex<Option<Callback>>,
+    callback: GilCell<Option<Callback>>,
     context: Py<PyAny>,
     loop_: Py<PyAny>,
     cancelled: AtomicBool,
     source_traceback: Option<Py<PyAny>>,
     /// repr captured at cancel time in debug mode (asyncio's `_repr`).
-    saved_repr: Mutex<Option<Py<PyAny>>>,
+    saved_repr: GilCell<Option<Py<PyAny>>>,
     pub timer: Option<Timer>,
 }
 
 /// `asyncio.TimerHandle`'s counterpart; its state lives in the base.
 #[pyclass(frozen, extends = Handle, module = "ferroloop._native", name = "TimerHandle")]
 pub struct TimerHandle;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// What creating a handle needs.
 pub struct NewHandle<'py> {
@@ -70,7 +70,7 @@ impl NewHandle<'_> {
             None
         };
         Ok(Handle {
-            callback: Mutex::new(Some(Callback {
+            callback: GilCell::new(Some(Callback {
                 func: self.callback.unbind(),
                 args: self.args.unbind(),
             })),
@@ -78,7 +78,7 @@ impl NewHandle<'_> {
             loop_: self.event_loop.clone().unbind(),
             cancelled: AtomicBool::new(false),
             source_traceback,
-            saved_repr: Mutex::new(None),
+            saved_repr: GilCell::new(None),
             timer,
         })
     }
@@ -107,20 +107,6 @@ impl Handle {
         self.cancelled.load(Ordering::Acquire)
     }
 
-    /// Mark cancelled and return the callback's references for the caller
-    /// to drop when it holds no borrows of loop state.
-    fn mark_cancelled(&self) -> Option<(Py<PyAny>, Py<PyTuple>)> {
-        if self.cancelled.swap(true, Ordering::AcqRel) {
-            return None;
-        }
-        if let Some(timer) = &self.timer {
-            if timer.scheduled.load(Ordering::Acquire) {
-                timer.cancels.fetch_add(1, Ordering::AcqRel);
-            }
-        }
-        lock(&self.callback).take().map(|cb| (cb.func, cb.args))
-    }
-
     /// Run the callback in its context. Exceptions go to the loop's
     /// exception handler; only `KeyboardInterrupt` and `SystemExit` (and a
     /// failure of the handler itself to run) are returned.
@@ -130,9 +116,13 @@ impl Handle {
         if this.is_cancelled() {
             return Ok(());
         }
-        let (func, args) = match &*lock(&this.callback) {
-            Some(cb) => (cb.func.clone_ref(py), cb.args.clone_ref(py)),
-            None => return Ok(()),
+        // Own references for the call: the callback may cancel its handle.
+        let callback = this.callback.with(py, |cb| {
+            cb.as_ref()
+                .map(|cb| (cb.func.clone_ref(py), cb.args.clone_ref(py)))
+        });
+        let Some((func, args)) = callback else {
+            return Ok(());
         };
         let (func, args) = (func.into_bound(py), args.into_bound(py));
         match pyapi::run_in_context(this.context.bind(py), &func, &args) {
@@ -191,6 +181,35 @@ fn report_callback_error(
 
 #[pymethods]
 impl Handle {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.context)?;
+        visit.call(&self.loop_)?;
+        visit.call(&self.source_traceback)?;
+        // SAFETY: we are in `__traverse__`; the closure only visits.
+        let visited = unsafe {
+            self.callback.with_in_gc(|cb| match cb {
+                Some(cb) => visit.call(&cb.func).and_then(|()| visit.call(&cb.args)),
+                None => Ok(()),
+            })
+        };
+        #[cfg(Py_GIL_DISABLED)]
+        let visited = visited.unwrap_or(Ok(()));
+        visited?;
+        // SAFETY: as above.
+        let visited = unsafe { self.saved_repr.with_in_gc(|r| visit.call(&*r)) };
+        #[cfg(Py_GIL_DISABLED)]
+        let visited = visited.unwrap_or(Ok(()));
+        visited
+    }
+
+    /// Break cycles through the callback (the only mutable reference).
+    fn __clear__(&self) {
+        // SAFETY: we are in `__clear__`; the taken callback is dropped after
+        // the closure returns.
+        let callback = unsafe { self.callback.with_in_gc(Option::take) };
+        drop(callback);
+    }
+
     /// Cancel the callback; a no-op if it already ran or was cancelled.
     fn cancel(slf: &Bound<'_, Self>) -> PyResult<()> {
         cancel_handle(slf)
@@ -211,16 +230,14 @@ impl Handle {
 
     #[getter]
     fn _callback(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        lock(&self.callback)
-            .as_ref()
-            .map(|cb| cb.func.clone_ref(py))
+        self.callback
+            .with(py, |cb| cb.as_ref().map(|cb| cb.func.clone_ref(py)))
     }
 
     #[getter]
     fn _args(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
-        lock(&self.callback)
-            .as_ref()
-            .map(|cb| cb.args.clone_ref(py))
+        self.callback
+            .with(py, |cb| cb.as_ref().map(|cb| cb.args.clone_ref(py)))
     }
 
     #[getter]
@@ -244,31 +261,43 @@ impl Handle {
     }
 
     fn __repr__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        if let Some(saved) = &*lock(&slf.get().saved_repr) {
-            return Ok(saved.clone_ref(slf.py()));
+        let py = slf.py();
+        if let Some(saved) = slf
+            .get()
+            .saved_repr
+            .with(py, |r| r.as_ref().map(|r| r.clone_ref(py)))
+        {
+            return Ok(saved);
         }
-        Ok(pyapi::handle_repr(slf.py())?.call1((slf,))?.unbind())
+        Ok(pyapi::handle_repr(py)?.call1((slf,))?.unbind())
     }
 }
 
-/// Cancel, capturing the repr first in debug mode as asyncio does.
+/// asyncio's `Handle.cancel`: mark cancelled, keep the repr in debug mode
+/// (for "Executing <Handle …> took …" lines), then drop the callback's
+/// references. Call only while no loop state is borrowed.
 pub fn cancel_handle(slf: &Bound<'_, Handle>) -> PyResult<()> {
     let py = slf.py();
     let this = slf.get();
-    if this.is_cancelled() {
+    if this.cancelled.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
-    let debug = this
-        .loop_
-        .bind(py)
-        .call_method0("get_debug")
-        .and_then(|d| d.is_truthy())
-        .unwrap_or(false);
+    if let Some(timer) = &this.timer {
+        if timer.scheduled.load(Ordering::Acquire) {
+            timer.cancels.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    let debug = match this.loop_.bind(py).cast::<Loop>() {
+        Ok(event_loop) => event_loop.get().get_debug(),
+        Err(_) => false,
+    };
     if debug {
         let repr = pyapi::handle_repr(py)?.call1((slf,))?.unbind();
-        *lock(&this.saved_repr) = Some(repr);
+        let old = this.saved_repr.with(py, |r| r.replace(repr));
+        drop(old);
     }
-    drop(this.mark_cancelled());
+    let callback = this.callback.with(py, Option::take);
+    drop(callback);
     Ok(())
 }
 

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod event_loop;
+mod gil_cell;
 mod handle;
 mod owner;
 mod pyapi;

@@ -7,7 +7,7 @@
 //! which this module requires, serialises those calls). Other threads must
 //! use the injector instead.
 
-use std::cell::{RefCell, RefMut};
+use std::cell::{Ref, RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
@@ -69,6 +69,19 @@ impl<T> Owned<T> {
             return Err(Refused::OtherThread);
         }
         self.cell.try_borrow_mut().map_err(|_| Refused::Busy)
+    }
+
+    /// Shared access for the garbage collector's `__traverse__` (GIL held,
+    /// no `Python` token, any thread). `None` while the loop is borrowed,
+    /// e.g. by its own thread blocked in a poll: the borrow flag only
+    /// changes under the GIL, so reading it here is race-free.
+    pub fn peek_in_gc(&self) -> Option<Ref<'_, T>> {
+        self.cell.try_borrow().ok()
+    }
+
+    /// Exclusive access for `__clear__`, if nobody holds a borrow.
+    pub fn take_in_gc(&self) -> Option<RefMut<'_, T>> {
+        self.cell.try_borrow_mut().ok()
     }
 
     /// Claim the loop for the calling thread (start of `run_forever`).

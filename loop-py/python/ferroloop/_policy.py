@@ -26,6 +26,9 @@ def new_event_loop() -> Loop:
 
 def run(main: Coroutine[Any, Any, _T], *, debug: bool | None = None) -> _T:
     """Like ``asyncio.run(main)``, on a ferroloop loop."""
+    if asyncio.events._get_running_loop() is not None:
+        # Fail before a Runner exists: its cleanup would mask this error.
+        raise RuntimeError("ferroloop.run() cannot be called from a running event loop")
     with asyncio.Runner(debug=debug, loop_factory=new_event_loop) as runner:
         return runner.run(main)
 
