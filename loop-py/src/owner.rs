@@ -96,3 +96,50 @@ impl<T> Owned<T> {
         self.owner.store(0, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn idle_loop_admits_any_thread() {
+        let owned = Arc::new(Owned::new(0u32));
+        *owned.try_borrow_mut().ok().unwrap() += 1;
+        let other = Arc::clone(&owned);
+        let admitted = std::thread::spawn(move || other.admits_current()).join().unwrap();
+        assert!(admitted);
+    }
+
+    #[test]
+    fn running_loop_admits_only_its_thread() {
+        let owned = Arc::new(Owned::new(0u32));
+        assert!(owned.claim());
+        assert!(!owned.claim(), "a second run is refused");
+        assert_eq!(owned.owner(), current_thread());
+        assert!(owned.try_borrow_mut().is_ok());
+        let other = Arc::clone(&owned);
+        let refused = std::thread::spawn(move || matches!(other.try_borrow_mut(), Err(Refused::OtherThread)))
+            .join()
+            .unwrap();
+        assert!(refused);
+        owned.release();
+        assert_eq!(owned.owner(), 0);
+    }
+
+    #[test]
+    fn reentrant_borrow_is_refused_not_a_panic() {
+        let owned = Owned::new(0u32);
+        let _held = owned.try_borrow_mut().ok().unwrap();
+        assert!(matches!(owned.try_borrow_mut(), Err(Refused::Busy)));
+        assert!(owned.peek_in_gc().is_none(), "the collector skips a borrowed loop");
+    }
+
+    #[test]
+    fn thread_ids_are_distinct() {
+        let here = current_thread();
+        let there = std::thread::spawn(current_thread).join().unwrap();
+        assert_ne!(here, there);
+        assert_ne!(here, 0);
+    }
+}

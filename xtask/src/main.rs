@@ -1,0 +1,47 @@
+//! `cargo xtask …`: the project's task runner (std only, so it builds fast).
+//!
+//! | task | what it does |
+//! |---|---|
+//! | `demo` | build ferroloop into the project venv and run `examples/demo.py` |
+//! | `test` | everything CI checks: fmt, clippy, Rust tests (both poller backends), the wheel, pytest, conformance |
+//! | `develop` | build and install ferroloop into the venv (release, editable) |
+//! | `wheel --local` | build a wheel for this interpreter and install it into the venv |
+//! | `conformance [ARGS]` | CPython's asyncio suite against ferroloop (`tests/conformance/run.py`) |
+//! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
+
+mod cmd;
+mod tasks;
+mod venv;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <demo|test|develop|wheel --local|conformance [ARGS]|bench [SUITE] [ARGS]>";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(task) = args.next() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest: Vec<String> = args.collect();
+    let result = match task.as_str() {
+        "demo" => tasks::demo(),
+        "test" => tasks::test(&rest),
+        "develop" => tasks::develop(),
+        "wheel" => tasks::wheel(&rest),
+        "conformance" => tasks::conformance(&rest),
+        "bench" => tasks::bench(&rest),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown task `{other}`\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

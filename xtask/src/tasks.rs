@@ -1,0 +1,132 @@
+//! The tasks behind `cargo xtask …`.
+
+use crate::cmd;
+use crate::venv::{self, Venv};
+use std::path::PathBuf;
+
+/// maturin and `cargo test` get separate target dirs: alternating them in
+/// one rebuilds pyo3 each time (its build config differs).
+fn maturin_target() -> PathBuf {
+    cmd::root().join("target").join("maturin")
+}
+
+/// Build a wheel (`profile`: release or dist) and install it into the venv,
+/// replacing any editable install: tests run against what users install.
+fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
+    let out = cmd::root().join("target").join("wheels").join(profile);
+    let _ = std::fs::remove_dir_all(&out);
+    cmd::run(
+        cmd::new(venv.bin("maturin"))
+            .args(["build", "--profile", profile, "--interpreter"])
+            .arg(venv.python())
+            .arg("--out")
+            .arg(&out)
+            .env("CARGO_TARGET_DIR", maturin_target()),
+    )?;
+    let wheel = std::fs::read_dir(&out)
+        .map_err(|e| format!("no wheel in {}: {e}", out.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or_else(|| format!("maturin wrote no wheel into {}", out.display()))?;
+    cmd::run(
+        cmd::new(venv.python())
+            .args(["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps"])
+            .arg(&wheel),
+    )?;
+    Ok(wheel)
+}
+
+pub fn develop() -> Result<(), String> {
+    let venv = venv::ensure()?;
+    cmd::run(
+        cmd::new(venv.bin("maturin"))
+            .args(["develop", "--release"])
+            .env("VIRTUAL_ENV", &venv.dir)
+            .env("CARGO_TARGET_DIR", maturin_target()),
+    )
+}
+
+pub fn wheel(args: &[String]) -> Result<(), String> {
+    if args.iter().any(|a| a == "--local") {
+        let venv = venv::ensure()?;
+        let wheel = build_and_install_wheel(&venv, "release")?;
+        println!("built and installed {}", wheel.display());
+        Ok(())
+    } else {
+        Err("only `cargo xtask wheel --local` exists so far (manylinux wheels: issue 6)".into())
+    }
+}
+
+pub fn demo() -> Result<(), String> {
+    let venv = venv::ensure()?;
+    build_and_install_wheel(&venv, "release")?;
+    cmd::run(cmd::new(venv.python()).arg("examples/demo.py"))
+}
+
+pub fn conformance(args: &[String]) -> Result<(), String> {
+    let venv = venv::ensure()?;
+    let has_ferroloop = cmd::new(venv.python())
+        .args(["-c", "import ferroloop"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !has_ferroloop {
+        build_and_install_wheel(&venv, "release")?;
+    }
+    let mut run = cmd::new(venv.python());
+    run.args(["tests/conformance/run.py"]);
+    if !args.iter().any(|a| a == "--loop" || a.starts_with("--loop=")) {
+        run.args(["--loop", "ferroloop"]);
+    }
+    cmd::run(run.args(args))
+}
+
+pub fn bench(args: &[String]) -> Result<(), String> {
+    let venv = venv::ensure()?;
+    let wheel = build_and_install_wheel(&venv, "dist")?;
+    let mut run = cmd::new(venv.python());
+    run.arg("bench/bench.py");
+    let (suite, rest) = match args.first() {
+        Some(first) if !first.starts_with('-') => (first.as_str(), &args[1..]),
+        _ => ("sched", args),
+    };
+    run.arg(suite).arg("--ferroloop-wheel").arg(&wheel).args(rest);
+    cmd::run(&mut run)
+}
+
+/// Everything CI checks, in the order that fails fastest.
+pub fn test(args: &[String]) -> Result<(), String> {
+    let quick = args.iter().any(|a| a == "--no-conformance");
+    cmd::run(cmd::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
+    let venv = venv::ensure()?;
+    // pyo3 must see the venv's interpreter, and Rust test binaries must load
+    // its libpython (not the system's older 3.11).
+    let libdir = venv.libdir()?;
+    let with_python = |c: &mut std::process::Command| {
+        c.env("PYO3_PYTHON", venv.python())
+            .env("LD_LIBRARY_PATH", &libdir);
+    };
+    let mut clippy = cmd::new("cargo");
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    with_python(&mut clippy);
+    cmd::run(&mut clippy)?;
+    let mut unit = cmd::new("cargo");
+    unit.args(["test", "--workspace"]);
+    with_python(&mut unit);
+    cmd::run(&mut unit)?;
+    // The portable poller backend, forced on Linux.
+    cmd::run(
+        cmd::new("cargo")
+            .args(["test", "-p", "loop-core"])
+            .env("RUSTFLAGS", "--cfg ferroloop_force_polling")
+            .env("CARGO_TARGET_DIR", cmd::root().join("target").join("polling")),
+    )?;
+    build_and_install_wheel(&venv, "release")?;
+    // pytest's exit code 5 (no tests collected) is a failure like any other.
+    cmd::run(cmd::new(venv.python()).args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]))?;
+    if !quick {
+        cmd::run(cmd::new(venv.python()).args(["tests/conformance/run.py", "--loop", "ferroloop"]))?;
+    }
+    Ok(())
+}
