@@ -36,6 +36,8 @@ pub struct Reactor<S> {
     next_generation: u32,
     events: Vec<Event>,
     stale_dropped: u64,
+    /// Live registrations, kept so `is_empty` is O(1) on the tick path.
+    live: usize,
 }
 
 fn key(fd: RawFd, generation: u32) -> u64 {
@@ -54,6 +56,7 @@ impl<S> Reactor<S> {
             next_generation: 1,
             events: Vec::with_capacity(64),
             stale_dropped: 0,
+            live: 0,
         })
     }
 
@@ -72,11 +75,11 @@ impl<S> Reactor<S> {
 
     /// Number of live registrations.
     pub fn len(&self) -> usize {
-        self.sources.iter().filter(|s| s.is_some()).count()
+        self.live
     }
 
     pub fn is_empty(&self) -> bool {
-        self.sources.iter().all(Option::is_none)
+        self.live == 0
     }
 
     /// Events dropped so far because they carried an old generation.
@@ -117,6 +120,9 @@ impl<S> Reactor<S> {
             interest,
             data,
         });
+        if old.is_none() {
+            self.live += 1;
+        }
         Ok(old.map(|s| s.data))
     }
 
@@ -149,6 +155,7 @@ impl<S> Reactor<S> {
     /// they only mean the fd was already closed, which removed it.
     pub fn deregister(&mut self, fd: RawFd) -> Option<S> {
         let source = self.sources.get_mut(usize::try_from(fd).ok()?)?.take()?;
+        self.live -= 1;
         let _ = self.poller.delete(fd);
         Some(source.data)
     }
@@ -171,6 +178,7 @@ impl<S> Reactor<S> {
                 out.push((fd, source.data));
             }
         }
+        self.live = 0;
         out
     }
 
@@ -258,6 +266,7 @@ mod tests {
         reactor.set_interest(a.as_raw_fd(), Interest::BOTH).unwrap();
         let ready = poll_now(&mut reactor);
         assert!(ready[0].readable && ready[0].writable);
+        assert_eq!(reactor.len(), 1);
         assert_eq!(reactor.deregister(a.as_raw_fd()), Some("a"));
         assert!(poll_now(&mut reactor).is_empty());
         assert!(reactor.is_empty());

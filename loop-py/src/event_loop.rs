@@ -222,8 +222,8 @@ impl Loop {
             let mut guard = self.state()?;
             let st = &mut *guard;
             self.absorb_injected(st);
-            let cancels = self.timer_cancels.swap(0, Ordering::AcqRel);
-            if cancels > 0 {
+            if self.timer_cancels.load(Ordering::Relaxed) > 0 {
+                let cancels = self.timer_cancels.swap(0, Ordering::AcqRel);
                 st.timers.note_cancelled_n(cancels, &mut graveyard);
             }
             let timeout = if !st.ready.is_empty() || self.stopping.load(Ordering::Acquire) {
@@ -241,6 +241,10 @@ impl Loop {
             let waited = if blocking {
                 // Only a poll that can block is worth releasing the GIL for.
                 py.detach(|| reactor.poll(timeout, &mut events))
+            } else if reactor.is_empty() {
+                // Nothing to poll and nothing to wait for: skip the syscall.
+                // Threadsafe callbacks are taken from the injector below.
+                Ok(loop_core::poller::Wait::default())
             } else {
                 reactor.poll(0, &mut events)
             };
@@ -276,7 +280,11 @@ impl Loop {
             }
             st.events = events;
             self.absorb_injected(st);
-            let end = clock::monotonic() + self.clock_resolution;
+            let end = if st.timers.is_empty() {
+                f64::NEG_INFINITY
+            } else {
+                clock::monotonic() + self.clock_resolution
+            };
             while let Some(timer) = st.timers.pop_due(end, &mut graveyard) {
                 if let Some(t) = &timer.0.get().timer {
                     t.scheduled.store(false, Ordering::Release);

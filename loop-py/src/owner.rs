@@ -107,7 +107,9 @@ mod tests {
         let owned = Arc::new(Owned::new(0u32));
         *owned.try_borrow_mut().ok().unwrap() += 1;
         let other = Arc::clone(&owned);
-        let admitted = std::thread::spawn(move || other.admits_current()).join().unwrap();
+        let admitted = std::thread::spawn(move || other.admits_current())
+            .join()
+            .unwrap();
         assert!(admitted);
     }
 
@@ -119,9 +121,10 @@ mod tests {
         assert_eq!(owned.owner(), current_thread());
         assert!(owned.try_borrow_mut().is_ok());
         let other = Arc::clone(&owned);
-        let refused = std::thread::spawn(move || matches!(other.try_borrow_mut(), Err(Refused::OtherThread)))
-            .join()
-            .unwrap();
+        let refused =
+            std::thread::spawn(move || matches!(other.try_borrow_mut(), Err(Refused::OtherThread)))
+                .join()
+                .unwrap();
         assert!(refused);
         owned.release();
         assert_eq!(owned.owner(), 0);
@@ -132,7 +135,10 @@ mod tests {
         let owned = Owned::new(0u32);
         let _held = owned.try_borrow_mut().ok().unwrap();
         assert!(matches!(owned.try_borrow_mut(), Err(Refused::Busy)));
-        assert!(owned.peek_in_gc().is_none(), "the collector skips a borrowed loop");
+        assert!(
+            owned.peek_in_gc().is_none(),
+            "the collector skips a borrowed loop"
+        );
     }
 
     #[test]

@@ -15,7 +15,8 @@ mod venv;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <demo|test|develop|wheel --local|conformance [ARGS]|bench [SUITE] [ARGS]>";
+const USAGE: &str =
+    "usage: cargo xtask <demo|test|develop|wheel --local|conformance [ARGS]|bench [SUITE] [ARGS]>";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

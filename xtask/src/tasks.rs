@@ -31,7 +31,14 @@ fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String
         .ok_or_else(|| format!("maturin wrote no wheel into {}", out.display()))?;
     cmd::run(
         cmd::new(venv.python())
-            .args(["-m", "pip", "install", "-q", "--force-reinstall", "--no-deps"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--force-reinstall",
+                "--no-deps",
+            ])
             .arg(&wheel),
     )?;
     Ok(wheel)
@@ -76,7 +83,10 @@ pub fn conformance(args: &[String]) -> Result<(), String> {
     }
     let mut run = cmd::new(venv.python());
     run.args(["tests/conformance/run.py"]);
-    if !args.iter().any(|a| a == "--loop" || a.starts_with("--loop=")) {
+    if !args
+        .iter()
+        .any(|a| a == "--loop" || a.starts_with("--loop="))
+    {
         run.args(["--loop", "ferroloop"]);
     }
     cmd::run(run.args(args))
@@ -91,7 +101,10 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         Some(first) if !first.starts_with('-') => (first.as_str(), &args[1..]),
         _ => ("sched", args),
     };
-    run.arg(suite).arg("--ferroloop-wheel").arg(&wheel).args(rest);
+    run.arg(suite)
+        .arg("--ferroloop-wheel")
+        .arg(&wheel)
+        .args(rest);
     cmd::run(&mut run)
 }
 
@@ -108,7 +121,14 @@ pub fn test(args: &[String]) -> Result<(), String> {
             .env("LD_LIBRARY_PATH", &libdir);
     };
     let mut clippy = cmd::new("cargo");
-    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     with_python(&mut clippy);
     cmd::run(&mut clippy)?;
     let mut unit = cmd::new("cargo");
@@ -120,13 +140,20 @@ pub fn test(args: &[String]) -> Result<(), String> {
         cmd::new("cargo")
             .args(["test", "-p", "loop-core"])
             .env("RUSTFLAGS", "--cfg ferroloop_force_polling")
-            .env("CARGO_TARGET_DIR", cmd::root().join("target").join("polling")),
+            .env(
+                "CARGO_TARGET_DIR",
+                cmd::root().join("target").join("polling"),
+            ),
     )?;
     build_and_install_wheel(&venv, "release")?;
     // pytest's exit code 5 (no tests collected) is a failure like any other.
     cmd::run(cmd::new(venv.python()).args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]))?;
     if !quick {
-        cmd::run(cmd::new(venv.python()).args(["tests/conformance/run.py", "--loop", "ferroloop"]))?;
+        cmd::run(cmd::new(venv.python()).args([
+            "tests/conformance/run.py",
+            "--loop",
+            "ferroloop",
+        ]))?;
     }
     Ok(())
 }

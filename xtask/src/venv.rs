@@ -5,7 +5,12 @@ use crate::cmd;
 use std::path::PathBuf;
 
 /// Packages every task needs in the venv.
-const BASE_PACKAGES: &[&str] = &["maturin>=1.7,<2", "pytest>=8", "pytest-timeout>=2", "anyio>=4"];
+const BASE_PACKAGES: &[&str] = &[
+    "maturin>=1.7,<2",
+    "pytest>=8",
+    "pytest-timeout>=2",
+    "anyio>=4.1",
+];
 
 pub struct Venv {
     pub dir: PathBuf,

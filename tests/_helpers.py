@@ -1,0 +1,176 @@
+"""Shared helpers for the ferroloop test suite.
+
+Every behavioural test runs twice: once on the stdlib loop (``asyncio``, the
+reference) and once on ``ferroloop``. A loop implementation is a module that
+provides ``new_event_loop()`` and ``run(coro, *, debug=None)``; both
+``asyncio`` and ``ferroloop`` do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+IMPLS = ("asyncio", "ferroloop")
+
+# Parametrize a test over ferroloop alone, for API that has no asyncio
+# counterpart or a guarantee stronger than asyncio's. The id stays
+# ``[ferroloop]``, so ``-k ferroloop`` / ``-k "not ferroloop"`` select it.
+ferroloop_only = pytest.mark.parametrize("loop_impl", ["ferroloop"], indirect=True)
+
+# Generous bound for "promptly" in wall-clock assertions: CI machines are slow
+# and shared, but a loop that misses a wake-up hangs until a far timeout.
+PROMPT = 5.0
+
+CHILD_TIMEOUT = 30.0
+
+
+def import_impl(name: str) -> types.ModuleType:
+    """Return the loop implementation module ``name``.
+
+    A missing or broken ferroloop is a failure, never a skip: a suite that
+    skips everything when the extension did not build would stay green.
+    """
+    if name == "asyncio":
+        return asyncio
+    try:
+        import ferroloop
+    except ImportError as exc:
+        error = exc
+    else:
+        return ferroloop
+    pytest.fail(f"cannot import ferroloop: {error!r}", pytrace=False)
+
+
+def loop_class(impl: types.ModuleType) -> type:
+    """The concrete class of the loops that ``impl.new_event_loop()`` builds."""
+    loop = impl.new_event_loop()
+    try:
+        return type(loop)
+    finally:
+        loop.close()
+
+
+def run_once(loop: asyncio.AbstractEventLoop) -> None:
+    """Run exactly one iteration of ``loop``.
+
+    ``stop()`` makes ``run_forever`` finish the current iteration and return,
+    so only the callbacks that were ready when the iteration began run.
+    """
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+
+
+def run_until(loop: asyncio.AbstractEventLoop, predicate, timeout: float = PROMPT) -> None:
+    """Run ``loop`` until ``predicate()`` is true; fail after ``timeout`` seconds."""
+    deadline = loop.time() + timeout
+
+    def check():
+        if predicate() or loop.time() > deadline:
+            loop.stop()
+        else:
+            loop.call_later(0.001, check)
+
+    loop.call_soon(check)
+    loop.run_forever()
+    assert predicate(), f"condition not reached within {timeout} s"
+
+
+class ExceptionRecorder:
+    """A loop exception handler that records every context it is given.
+
+    A test that expects calls to the handler consumes them with ``take()``;
+    anything left over fails the test (see conftest.py).
+    """
+
+    def __init__(self) -> None:
+        self.records: list[dict] = []
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        self.records.append(dict(context, loop=loop))
+
+    def take(self) -> list[dict]:
+        records, self.records = self.records, []
+        return records
+
+    @staticmethod
+    def describe(records: list[dict]) -> str:
+        return "\n".join(f"  {ctx.get('message')!r}: {ctx.get('exception')!r}" for ctx in records)
+
+
+# --------------------------------------------------------------------------
+# Child processes: for what is unsafe in the pytest process (fork, Ctrl-C,
+# interpreter flags and environment read at start-up).
+
+
+def _child_env(impl: types.ModuleType, extra_env: dict | None) -> dict:
+    env = dict(os.environ)
+    # The tests decide about debug mode themselves.
+    env.pop("PYTHONASYNCIODEBUG", None)
+    env.pop("PYTHONDEVMODE", None)
+    if impl is not asyncio:
+        # Make the child import the very package this process imported.
+        package_parent = os.path.dirname(os.path.dirname(impl.__file__))
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_parent, env.get("PYTHONPATH")) if p
+        )
+    env.update(extra_env or {})
+    return env
+
+
+def child_argv(impl: types.ModuleType, source: str, python_args=()) -> list[str]:
+    """argv running ``source`` in a fresh interpreter with ``impl`` bound.
+
+    The source sees ``asyncio``, ``os``, ``sys`` and ``impl`` (the loop
+    implementation module) already imported.
+    """
+    prelude = f"import asyncio, os, sys\nimport {impl.__name__} as impl\n"
+    return [sys.executable, *python_args, "-c", prelude + textwrap.dedent(source)]
+
+
+def spawn_child(
+    impl: types.ModuleType, source: str, *, python_args=(), env: dict | None = None
+) -> subprocess.Popen:
+    """Start ``source`` in a child interpreter with piped text stdout/stderr."""
+    return subprocess.Popen(
+        child_argv(impl, source, python_args),
+        env=_child_env(impl, env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def run_child(
+    impl: types.ModuleType,
+    source: str,
+    *,
+    python_args=(),
+    env: dict | None = None,
+    timeout: float = CHILD_TIMEOUT,
+) -> subprocess.CompletedProcess:
+    """Run ``source`` in a child interpreter and return the finished process."""
+    return subprocess.run(
+        child_argv(impl, source, python_args),
+        env=_child_env(impl, env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_child_ok(proc: subprocess.CompletedProcess) -> list[str]:
+    """Assert the child exited 0; return its stdout lines."""
+    assert proc.returncode == 0, (
+        f"child exited with {proc.returncode}\n"
+        f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+    )
+    return proc.stdout.splitlines()

@@ -1,0 +1,198 @@
+"""The package's public entry points: new_event_loop, run, Runner, policy, install."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from _helpers import ferroloop_only, loop_class
+
+
+@pytest.fixture
+def restore_policy():
+    saved = asyncio.get_event_loop_policy()
+    yield
+    asyncio.set_event_loop_policy(saved)
+
+
+def test_new_event_loop_builds_an_abstract_event_loop(loop_impl):
+    loop = loop_impl.new_event_loop()
+    try:
+        assert isinstance(loop, asyncio.AbstractEventLoop)
+        assert not loop.is_running()
+        assert not loop.is_closed()
+    finally:
+        loop.close()
+    assert loop.is_closed()
+
+
+def test_new_event_loop_returns_a_new_loop_each_time(loop_impl):
+    first, second = loop_impl.new_event_loop(), loop_impl.new_event_loop()
+    try:
+        assert first is not second
+    finally:
+        first.close()
+        second.close()
+
+
+def test_run_returns_the_coroutine_result_on_its_own_loop(loop_impl):
+    cls = loop_class(loop_impl)
+
+    async def main(x):
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(0)
+        return x * 2, type(loop)
+
+    assert loop_impl.run(main(21)) == (42, cls)
+
+
+def test_run_propagates_the_exception(loop_impl):
+    async def main():
+        await asyncio.sleep(0)
+        raise ZeroDivisionError("boom")
+
+    with pytest.raises(ZeroDivisionError, match="boom"):
+        loop_impl.run(main())
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_run_debug_argument(loop_impl, debug):
+    async def main():
+        return asyncio.get_running_loop().get_debug()
+
+    assert loop_impl.run(main(), debug=debug) is debug
+
+
+def test_run_closes_the_loop_and_cancels_leftover_tasks(loop_impl):
+    seen = {}
+
+    async def forever():
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            seen["cancelled"] = True
+            raise
+
+    async def main():
+        seen["loop"] = asyncio.get_running_loop()
+        seen["task"] = asyncio.get_running_loop().create_task(forever())
+        await asyncio.sleep(0)
+
+    loop_impl.run(main())
+    assert seen["loop"].is_closed()
+    assert seen["cancelled"]
+    assert seen["task"].cancelled()
+
+
+def test_run_shuts_down_async_generators(loop_impl):
+    finalized = []
+    alive = []
+
+    async def agen():
+        try:
+            yield 1
+            yield 2
+        finally:
+            await asyncio.sleep(0)
+            finalized.append(True)
+
+    async def main():
+        gen = agen()
+        assert await gen.__anext__() == 1
+        alive.append(gen)  # unfinished and alive when main() returns
+
+    loop_impl.run(main())
+    assert finalized == [True]
+
+
+def test_run_rejects_a_non_coroutine(loop_impl):
+    with pytest.raises(ValueError, match="a coroutine was expected"):
+        loop_impl.run(asyncio.sleep)
+
+
+def test_run_inside_a_running_loop_raises(loop_impl):
+    async def inner():
+        return 1
+
+    async def main():
+        coro = inner()
+        try:
+            with pytest.raises(
+                RuntimeError, match="cannot be called from a running event loop"
+            ):
+                loop_impl.run(coro)
+        finally:
+            coro.close()
+
+    loop_impl.run(main())
+
+
+def test_runner_with_loop_factory(loop_impl):
+    cls = loop_class(loop_impl)
+
+    async def main(x):
+        await asyncio.sleep(0.001)
+        return x, type(asyncio.get_running_loop())
+
+    with asyncio.Runner(loop_factory=loop_impl.new_event_loop) as runner:
+        loop = runner.get_loop()
+        assert type(loop) is cls
+        assert runner.run(main(1)) == (1, cls)
+        # A runner runs many coroutines on the same loop.
+        assert runner.run(main(2)) == (2, cls)
+        assert runner.get_loop() is loop
+    assert loop.is_closed()
+
+
+@ferroloop_only
+def test_version_is_a_release_string(loop_impl):
+    assert isinstance(loop_impl.__version__, str)
+    assert re.match(r"^\d+\.\d+(\.\d+)?", loop_impl.__version__)
+
+
+@ferroloop_only
+def test_loop_class_is_an_abstract_event_loop(loop_impl):
+    assert issubclass(loop_impl.Loop, asyncio.AbstractEventLoop)
+    loop = loop_impl.new_event_loop()
+    try:
+        assert isinstance(loop, loop_impl.Loop)
+    finally:
+        loop.close()
+
+
+@ferroloop_only
+def test_loop_class_is_directly_constructible(loop_impl):
+    loop = loop_impl.Loop()
+    try:
+        assert loop.run_until_complete(asyncio.sleep(0, result=5)) == 5
+    finally:
+        loop.close()
+
+
+@ferroloop_only
+def test_event_loop_policy_builds_ferroloop_loops(loop_impl):
+    assert issubclass(loop_impl.EventLoopPolicy, asyncio.DefaultEventLoopPolicy)
+    loop = loop_impl.EventLoopPolicy().new_event_loop()
+    try:
+        assert isinstance(loop, loop_impl.Loop)
+    finally:
+        loop.close()
+
+
+@ferroloop_only
+def test_install_sets_the_global_policy(loop_impl, restore_policy):
+    loop_impl.install()
+    assert isinstance(asyncio.get_event_loop_policy(), loop_impl.EventLoopPolicy)
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert isinstance(loop, loop_impl.Loop)
+    finally:
+        loop.close()
+
+    async def main():
+        return asyncio.get_running_loop()
+
+    assert isinstance(asyncio.run(main()), loop_impl.Loop)
