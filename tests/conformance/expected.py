@@ -32,8 +32,15 @@ HEADER = """\
 # Modules whose failures belong to issue 4 by default in a drafted file.
 TRANSPORT_MODULES = frozenset(
     {
-        "test_buffered_proto", "test_sendfile", "test_server", "test_sock_lowlevel", "test_ssl",
-        "test_sslproto", "test_streams", "test_subprocess", "test_unix_events",
+        "test_buffered_proto",
+        "test_sendfile",
+        "test_server",
+        "test_sock_lowlevel",
+        "test_ssl",
+        "test_sslproto",
+        "test_streams",
+        "test_subprocess",
+        "test_unix_events",
     }
 )
 _KEYS = {"reason", "issue", "flaky"}
@@ -91,9 +98,7 @@ class Verdict:
         return not self.unexpected and not self.stale
 
 
-def judge(
-    records: dict[str, TestRecord], expectations: dict[str, Expectation], modules_run: set[str]
-) -> Verdict:
+def judge(records: dict[str, TestRecord], expectations: dict[str, Expectation], modules_run: set[str]) -> Verdict:
     """Compare outcomes (tests and fixture errors, by id) with the file.
 
     Entries for modules that were not run (``--module``) are left alone.

@@ -8,7 +8,7 @@ import math
 import platform
 import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from expected import Expectation, Verdict
 from supervise import ModuleJob
@@ -25,9 +25,13 @@ class Counts:
     timeouts: int = 0
     out_of_scope: int = 0
 
-    _FIELD = {
-        "pass": "passed", "fail": "failed", "error": "errors", "skip": "skipped",
-        "timeout": "timeouts", "out-of-scope": "out_of_scope",
+    _FIELD: ClassVar[dict[str, str]] = {
+        "pass": "passed",
+        "fail": "failed",
+        "error": "errors",
+        "skip": "skipped",
+        "timeout": "timeouts",
+        "out-of-scope": "out_of_scope",
     }
 
     @classmethod

@@ -141,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="conformance-"))
-    print(f"{PACKAGE} of Python {sys.version.split()[0]} on loop {args.loop!r}: "
-          f"{len(modules)} modules, {args.jobs} jobs", file=sys.stderr)
+    print(
+        f"{PACKAGE} of Python {sys.version.split()[0]} on loop {args.loop!r}: {len(modules)} modules, {args.jobs} jobs",
+        file=sys.stderr,
+    )
     started = time.monotonic()
     jobs = [ModuleJob(m, args.loop, work_dir, args.timeout) for m in modules]
     run_jobs(jobs, args.jobs)
@@ -156,9 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
     counts = report.module_counts(jobs)
     total = report.print_table(counts, out)
-    out.write(f"\nOverall conformance on {args.loop}: {report.format_rate(total.rate)} "
-              f"({total.passed} of {total.rated} in-scope tests passed; {total.skipped} skipped themselves, "
-              f"{total.out_of_scope} out of scope; {time.monotonic() - started:.0f} s)\n")
+    out.write(
+        f"\nOverall conformance on {args.loop}: {report.format_rate(total.rate)} "
+        f"({total.passed} of {total.rated} in-scope tests passed; {total.skipped} skipped themselves, "
+        f"{total.out_of_scope} out of scope; {time.monotonic() - started:.0f} s)\n"
+    )
     report.print_notes(jobs, out)
     if args.list_failures:
         report.print_failures(records, expectations, out)

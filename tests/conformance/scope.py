@@ -19,6 +19,7 @@ import contextlib
 import functools
 import threading
 import tomllib
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,8 +56,7 @@ class ScopeRules:
         return [
             key
             for key in self.entries
-            if key.split(".", 1)[0] == module
-            and not any(t == key or t.startswith(key + ".") for t in test_ids)
+            if key.split(".", 1)[0] == module and not any(t == key or t.startswith(key + ".") for t in test_ids)
         ]
 
 
@@ -95,7 +95,7 @@ class ForeignLoopDetector:
             if not getattr(detector._building, "depth", 0):
                 detector._watch(loop)
 
-        setattr(base, "__init__", __init__)
+        base.__init__ = __init__  # type: ignore[method-assign,assignment]
 
     def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
         cls = type(loop)
@@ -109,10 +109,16 @@ class ForeignLoopDetector:
                 setattr(loop, name, self._marking(method, reason))
 
     def _marking(self, method: Callable[..., Any], reason: str) -> Callable[..., Any]:
-        @functools.wraps(method)
+        # Only a weak reference (and no functools.wraps, whose __wrapped__ is a
+        # strong one): the wrapper lives on the loop and must not keep it alive,
+        # or the loop's __del__ (unclosed-loop ResourceWarning) would move.
+        weak_method = weakref.WeakMethod(method)
+
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             self._reason = self._reason or reason
-            return method(*args, **kwargs)
+            bound = weak_method()
+            assert bound is not None  # called through the loop, so the loop is alive
+            return bound(*args, **kwargs)
 
         return wrapper
 

@@ -11,6 +11,7 @@ Each attempt records at least one more test, so the module always finishes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -80,12 +81,18 @@ class ModuleJob:
         with self._attempt_path(self.attempts, "log").open("wb") as log:
             self._proc = subprocess.Popen(
                 [
-                    sys.executable, str(CHILD),
-                    "--loop", self._loop,
-                    "--module", self.module,
-                    "--events", str(events),
-                    "--traceback", str(self._attempt_path(self.attempts, "traceback")),
-                    "--skip", str(skip),
+                    sys.executable,
+                    str(CHILD),
+                    "--loop",
+                    self._loop,
+                    "--module",
+                    self.module,
+                    "--events",
+                    str(events),
+                    "--traceback",
+                    str(self._attempt_path(self.attempts, "traceback")),
+                    "--skip",
+                    str(skip),
                 ],
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
@@ -107,16 +114,15 @@ class ModuleJob:
             self._kill_group()
             if self._finished:
                 if proc.returncode != 0:
-                    self._fixture_error("interpreter exit", f"child {_describe_exit(proc.returncode)} after the module finished")
+                    what = f"child {_describe_exit(proc.returncode)} after the module finished"
+                    self._fixture_error("interpreter exit", what)
                 return self._done()
             return self._after_failure("error", f"child process {_describe_exit(proc.returncode)}")
         if self._dump_requested_at is None:
             if now - self._last_progress > self._timeout:
                 self._dump_requested_at = now
-                try:
+                with contextlib.suppress(ProcessLookupError):  # it just exited: the next poll sees that
                     os.kill(proc.pid, DUMP_SIGNAL)
-                except ProcessLookupError:
-                    pass  # it just exited: the next poll sees that
         elif now - self._dump_requested_at > DUMP_GRACE:
             self._kill_group()
             proc.wait()
@@ -131,10 +137,8 @@ class ModuleJob:
 
     def _kill_group(self) -> None:
         assert self._proc is not None
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self._proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def _consume(self, events: list[dict[str, Any]]) -> bool:
         for event in events:

@@ -10,9 +10,8 @@ fn maturin_target() -> PathBuf {
     cmd::root().join("target").join("maturin")
 }
 
-/// Build a wheel (`profile`: release or dist) and install it into the venv,
-/// replacing any editable install: tests run against what users install.
-fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
+/// Build a wheel (`profile`: release or dist) for the venv's interpreter.
+fn build_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
     let out = cmd::root().join("target").join("wheels").join(profile);
     let _ = std::fs::remove_dir_all(&out);
     cmd::run(
@@ -29,6 +28,13 @@ fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
         .ok_or_else(|| format!("maturin wrote no wheel into {}", out.display()))?;
+    Ok(wheel)
+}
+
+/// Build a wheel and install it into the venv, replacing any editable
+/// install: tests run against what users install.
+fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
+    let wheel = build_wheel(venv, profile)?;
     cmd::run(
         cmd::new(venv.python())
             .args([
@@ -94,7 +100,7 @@ pub fn conformance(args: &[String]) -> Result<(), String> {
 
 pub fn bench(args: &[String]) -> Result<(), String> {
     let venv = venv::ensure()?;
-    let wheel = build_and_install_wheel(&venv, "dist")?;
+    let wheel = build_wheel(&venv, "dist")?;
     let mut run = cmd::new(venv.python());
     run.arg("bench/bench.py");
     let (suite, rest) = match args.first() {
