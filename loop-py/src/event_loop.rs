@@ -2,7 +2,7 @@
 //! the tick, which follows asyncio's `BaseEventLoop._run_once` step for step.
 
 use crate::errors::{closed, not_thread_safe, to_pyerr};
-use crate::handle::{cancel_handle, Handle, NewHandle};
+use crate::handle::{cancel_handle, AnyHandle, Handle, NewHandle, TimerHandle};
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
 use loop_core::injector::Injector;
@@ -22,8 +22,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// A timer in the heap: a `TimerHandle` (as its base `Handle`).
-struct ScheduledTimer(Py<Handle>);
+/// A timer in the heap.
+struct ScheduledTimer(Py<TimerHandle>);
 
 impl TimerEntry for ScheduledTimer {
     fn is_cancelled(&self) -> bool {
@@ -49,9 +49,9 @@ impl FdCallbacks {
 
 /// Everything only the loop's thread touches.
 struct State {
-    ready: ReadyQueue<Py<Handle>>,
+    ready: ReadyQueue<AnyHandle>,
     /// The emptied queue of the previous tick, reused to avoid allocation.
-    spare: ReadyQueue<Py<Handle>>,
+    spare: ReadyQueue<AnyHandle>,
     timers: Timers<ScheduledTimer>,
     reactor: Reactor<FdCallbacks>,
     events: Vec<Ready>,
@@ -60,7 +60,7 @@ struct State {
 #[pyclass(frozen, subclass, module = "ferroloop._native", name = "Loop")]
 pub struct Loop {
     state: Owned<State>,
-    injector: Arc<Injector<Py<Handle>>>,
+    injector: Arc<Injector<AnyHandle>>,
     closed: AtomicBool,
     stopping: AtomicBool,
     debug: AtomicBool,
@@ -146,12 +146,12 @@ impl Loop {
     #[inline]
     fn absorb_injected(&self, st: &mut State) {
         while let Some(handle) = self.injector.pop() {
-            match &handle.get().timer {
-                Some(timer) => {
-                    let when = timer.when;
-                    st.timers.push(when, ScheduledTimer(handle));
+            match handle {
+                AnyHandle::Timer(timer) => {
+                    let when = timer.get().when;
+                    st.timers.push(when, ScheduledTimer(timer));
                 }
-                None => st.ready.push(handle),
+                plain => st.ready.push(plain),
             }
         }
     }
@@ -159,7 +159,7 @@ impl Loop {
     /// Queue a ready handle. The loop's own thread pushes directly (after
     /// anything other threads queued earlier); other threads, and re-entrant
     /// calls from destructors, go through the injector.
-    fn schedule(&self, handle: Py<Handle>) -> PyResult<()> {
+    fn schedule(&self, handle: AnyHandle) -> PyResult<()> {
         match self.state.try_borrow_mut() {
             Ok(mut st) => {
                 if !self.injector.is_empty() {
@@ -172,16 +172,18 @@ impl Loop {
         }
     }
 
-    fn schedule_timer(&self, handle: Py<Handle>, when: f64) -> PyResult<()> {
-        if let Some(timer) = &handle.get().timer {
-            timer.scheduled.store(true, Ordering::Release);
-        }
+    fn schedule_timer(&self, handle: Py<TimerHandle>) -> PyResult<()> {
+        let when = handle.get().when;
+        handle.get().scheduled.store(true, Ordering::Release);
         match self.state.try_borrow_mut() {
             Ok(mut st) => {
                 st.timers.push(when, ScheduledTimer(handle));
                 Ok(())
             }
-            Err(_) => self.injector.push(handle).map_err(to_pyerr),
+            Err(_) => self
+                .injector
+                .push(AnyHandle::Timer(handle))
+                .map_err(to_pyerr),
         }
     }
 
@@ -192,7 +194,7 @@ impl Loop {
         args: Bound<'_, PyTuple>,
         context: Option<Bound<'_, PyAny>>,
         method: &str,
-    ) -> PyResult<Py<Handle>> {
+    ) -> PyResult<Py<TimerHandle>> {
         let this = slf.get();
         this.check_closed()?;
         let debug = this.is_debug();
@@ -208,7 +210,7 @@ impl Loop {
             debug,
         }
         .build_timer(when, Arc::clone(&this.timer_cancels))?;
-        this.schedule_timer(handle.clone_ref(slf.py()), when)?;
+        this.schedule_timer(handle.clone_ref(slf.py()))?;
         Ok(handle)
     }
 
@@ -262,20 +264,16 @@ impl Loop {
                     continue;
                 };
                 let fds = &source.data;
-                let mut wanted = [None, None];
+                let live = |h: &&Py<Handle>| !h.get().is_cancelled();
                 if ready.readable {
-                    wanted[0] = fds.reader.as_ref().filter(|h| !h.get().is_cancelled());
+                    if let Some(h) = fds.reader.as_ref().filter(live) {
+                        st.ready.push(AnyHandle::Plain(h.clone_ref(py)));
+                    }
                 }
                 if ready.writable {
-                    wanted[1] = fds.writer.as_ref().filter(|h| !h.get().is_cancelled());
-                }
-                let handles: Vec<Py<Handle>> = wanted
-                    .into_iter()
-                    .flatten()
-                    .map(|h| h.clone_ref(py))
-                    .collect();
-                for h in handles {
-                    st.ready.push(h);
+                    if let Some(h) = fds.writer.as_ref().filter(live) {
+                        st.ready.push(AnyHandle::Plain(h.clone_ref(py)));
+                    }
                 }
             }
             st.events = events;
@@ -286,10 +284,8 @@ impl Loop {
                 clock::monotonic() + self.clock_resolution
             };
             while let Some(timer) = st.timers.pop_due(end, &mut graveyard) {
-                if let Some(t) = &timer.0.get().timer {
-                    t.scheduled.store(false, Ordering::Release);
-                }
-                st.ready.push(timer.0);
+                timer.0.get().scheduled.store(false, Ordering::Release);
+                st.ready.push(AnyHandle::Timer(timer.0));
             }
             let mut batch = ReadyQueue::new();
             batch.swap(&mut st.spare);
@@ -304,7 +300,7 @@ impl Loop {
         }
         let debug = self.is_debug();
         while let Some(handle) = batch.pop() {
-            if let Err(err) = self.run_handle(slf, handle.bind(py), debug) {
+            if let Err(err) = self.run_handle(slf, &handle, debug) {
                 // KeyboardInterrupt/SystemExit: the rest keep their place.
                 if let Ok(mut st) = self.state.try_borrow_mut() {
                     st.ready.prepend(&mut batch);
@@ -320,22 +316,18 @@ impl Loop {
 
     /// Run one handle; a Rust panic becomes a RuntimeError for the
     /// exception handler instead of a BaseException killing `run_forever`.
-    fn run_handle(
-        &self,
-        slf: &Bound<'_, Self>,
-        handle: &Bound<'_, Handle>,
-        debug: bool,
-    ) -> PyResult<()> {
+    fn run_handle(&self, slf: &Bound<'_, Self>, handle: &AnyHandle, debug: bool) -> PyResult<()> {
+        let py = slf.py();
         let start = if debug { clock::monotonic() } else { 0.0 };
-        let outcome = catch_unwind(AssertUnwindSafe(|| Handle::run(handle)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py)));
         let result = match outcome {
             Ok(result) => result,
-            Err(panic) => report_panic(slf, handle, panic),
+            Err(panic) => report_panic(slf, handle.bind(py), panic),
         };
         if debug {
             let took = clock::monotonic() - start;
             if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
-                pyapi::log_slow_callback(slf.py())?.call1((handle, took))?;
+                pyapi::log_slow_callback(py)?.call1((handle.bind(py), took))?;
             }
         }
         result
@@ -443,7 +435,7 @@ impl Loop {
 
 fn report_panic(
     slf: &Bound<'_, Loop>,
-    handle: &Bound<'_, Handle>,
+    handle: &Bound<'_, PyAny>,
     panic: Box<dyn std::any::Any + Send>,
 ) -> PyResult<()> {
     let py = slf.py();
@@ -484,7 +476,7 @@ impl Loop {
             return Ok(());
         };
         for handle in st.ready.iter().chain(st.spare.iter()) {
-            visit.call(handle)?;
+            handle.visit(&visit)?;
         }
         for timer in st.timers.iter() {
             visit.call(&timer.0)?;
@@ -502,7 +494,7 @@ impl Loop {
             let st = &mut *guard;
             let mut timers = Vec::new();
             st.timers.clear(&mut timers);
-            let ready: Vec<Py<Handle>> = st.ready.drain().chain(st.spare.drain()).collect();
+            let ready: Vec<AnyHandle> = st.ready.drain().chain(st.spare.drain()).collect();
             (ready, timers, st.reactor.drain())
         });
         drop(taken);
@@ -564,7 +556,7 @@ impl Loop {
             debug,
         }
         .build()?;
-        this.schedule(handle.clone_ref(slf.py()))?;
+        this.schedule(AnyHandle::Plain(handle.clone_ref(slf.py())))?;
         Ok(handle)
     }
 
@@ -589,7 +581,7 @@ impl Loop {
             debug,
         }
         .build()?;
-        let queued = handle.clone_ref(slf.py());
+        let queued = AnyHandle::Plain(handle.clone_ref(slf.py()));
         if this.state.owner() == current_thread() {
             this.schedule(queued)?;
         } else {
@@ -605,7 +597,7 @@ impl Loop {
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         context: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Py<Handle>> {
+    ) -> PyResult<Py<TimerHandle>> {
         if delay.is_none() {
             return Err(PyTypeError::new_err("delay must not be None"));
         }
@@ -620,7 +612,7 @@ impl Loop {
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         context: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Py<Handle>> {
+    ) -> PyResult<Py<TimerHandle>> {
         if when.is_none() {
             return Err(PyTypeError::new_err("when cannot be None"));
         }
@@ -814,14 +806,14 @@ impl Loop {
         self.injector.close();
         let (ready, timers, fds) = {
             let mut st = self.state()?;
-            let mut ready: Vec<Py<Handle>> = st.ready.drain().collect();
+            let mut ready: Vec<AnyHandle> = st.ready.drain().collect();
             ready.extend(st.spare.drain());
             let mut timers = Vec::new();
             st.timers.clear(&mut timers);
             let fds = st.reactor.drain();
             (ready, timers, fds)
         };
-        let queued: Vec<Py<Handle>> = std::iter::from_fn(|| self.injector.pop()).collect();
+        let queued: Vec<AnyHandle> = std::iter::from_fn(|| self.injector.pop()).collect();
         drop((ready, timers, fds, queued));
         Ok(())
     }
@@ -846,7 +838,7 @@ impl Loop {
     /// Queue an existing handle as if by `call_soon`.
     fn _schedule(&self, handle: Py<Handle>) -> PyResult<()> {
         self.check_closed()?;
-        self.schedule(handle)
+        self.schedule(AnyHandle::Plain(handle))
     }
 
     fn _ready_count(&self) -> PyResult<usize> {

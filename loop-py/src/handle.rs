@@ -1,10 +1,14 @@
 //! `Handle` and `TimerHandle`: what `call_soon*`, `call_later`, `call_at` and
 //! `add_reader`/`add_writer` return, with asyncio's behaviour.
 //!
-//! Handles are frozen pyclasses: the loop reads them without borrow checks;
-//! the only mutable parts are the cancelled flag (atomic) and the callback,
-//! which `cancel()` drops so a cancelled handle holds no references (as
-//! asyncio does, to break cycles early).
+//! Both are frozen pyclasses over a shared [`Core`]: the loop reads them
+//! without borrow checks; the mutable parts are the cancelled flag (atomic)
+//! and the callback (a [`GilCell`]), which `cancel()` drops so a cancelled
+//! handle holds no references (as asyncio does, to break cycles early).
+//!
+//! The two classes are siblings, not base and subclass as in asyncio: the
+//! loop holds either through [`AnyHandle`], and neither needs a downcast.
+//! Both take part in Python's cycle collector (`__traverse__`/`__clear__`).
 
 use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
@@ -23,17 +27,8 @@ struct Callback {
     args: Py<PyTuple>,
 }
 
-/// Timer-only state, present on `TimerHandle`s.
-pub struct Timer {
-    pub when: f64,
-    /// In the loop's heap (asyncio's `_scheduled`).
-    pub scheduled: AtomicBool,
-    /// Cancellations of scheduled timers, counted for heap compaction.
-    cancels: Arc<AtomicUsize>,
-}
-
-#[pyclass(frozen, subclass, module = "ferroloop._native", name = "Handle")]
-pub struct Handle {
+/// State shared by both handle classes.
+pub struct Core {
     callback: GilCell<Option<Callback>>,
     context: Py<PyAny>,
     loop_: Py<PyAny>,
@@ -41,12 +36,59 @@ pub struct Handle {
     source_traceback: Option<Py<PyAny>>,
     /// repr captured at cancel time in debug mode (asyncio's `_repr`).
     saved_repr: GilCell<Option<Py<PyAny>>>,
-    pub timer: Option<Timer>,
 }
 
-/// `asyncio.TimerHandle`'s counterpart; its state lives in the base.
-#[pyclass(frozen, extends = Handle, module = "ferroloop._native", name = "TimerHandle")]
-pub struct TimerHandle;
+/// A `call_soon`, fd or signal handle.
+#[pyclass(frozen, module = "ferroloop._native", name = "Handle")]
+pub struct Handle {
+    core: Core,
+}
+
+/// A `call_later`/`call_at` handle.
+#[pyclass(frozen, module = "ferroloop._native", name = "TimerHandle")]
+pub struct TimerHandle {
+    core: Core,
+    pub when: f64,
+    /// In the loop's heap (asyncio's `_scheduled`).
+    pub scheduled: AtomicBool,
+    /// Cancellations of scheduled timers, counted for heap compaction.
+    cancels: Arc<AtomicUsize>,
+}
+
+/// Either kind, as the ready queue and the injector hold them.
+pub enum AnyHandle {
+    Plain(Py<Handle>),
+    Timer(Py<TimerHandle>),
+}
+
+impl AnyHandle {
+    #[inline]
+    pub fn core(&self) -> &Core {
+        match self {
+            AnyHandle::Plain(h) => &h.get().core,
+            AnyHandle::Timer(h) => &h.get().core,
+        }
+    }
+
+    pub fn bind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
+        match self {
+            AnyHandle::Plain(h) => h.bind(py).as_any(),
+            AnyHandle::Timer(h) => h.bind(py).as_any(),
+        }
+    }
+
+    pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self {
+            AnyHandle::Plain(h) => visit.call(h),
+            AnyHandle::Timer(h) => visit.call(h),
+        }
+    }
+
+    /// Run it (see [`Core::run`]).
+    pub fn run(&self, py: Python<'_>) -> PyResult<()> {
+        self.core().run(self.bind(py))
+    }
+}
 
 /// What creating a handle needs.
 pub struct NewHandle<'py> {
@@ -58,7 +100,7 @@ pub struct NewHandle<'py> {
 }
 
 impl NewHandle<'_> {
-    fn into_handle(self, timer: Option<Timer>) -> PyResult<Handle> {
+    fn into_core(self) -> PyResult<Core> {
         let py = self.callback.py();
         let context = match self.context {
             Some(ctx) if !ctx.is_none() => ctx,
@@ -69,7 +111,7 @@ impl NewHandle<'_> {
         } else {
             None
         };
-        Ok(Handle {
+        Ok(Core {
             callback: GilCell::new(Some(Callback {
                 func: self.callback.unbind(),
                 args: self.args.unbind(),
@@ -79,45 +121,49 @@ impl NewHandle<'_> {
             cancelled: AtomicBool::new(false),
             source_traceback,
             saved_repr: GilCell::new(None),
-            timer,
         })
     }
 
     pub fn build(self) -> PyResult<Py<Handle>> {
         let py = self.callback.py();
-        Py::new(py, self.into_handle(None)?)
+        Py::new(
+            py,
+            Handle {
+                core: self.into_core()?,
+            },
+        )
     }
 
-    pub fn build_timer(self, when: f64, cancels: Arc<AtomicUsize>) -> PyResult<Py<Handle>> {
+    pub fn build_timer(self, when: f64, cancels: Arc<AtomicUsize>) -> PyResult<Py<TimerHandle>> {
         let py = self.callback.py();
-        let timer = Timer {
-            when,
-            scheduled: AtomicBool::new(false),
-            cancels,
-        };
-        let init =
-            PyClassInitializer::from(self.into_handle(Some(timer))?).add_subclass(TimerHandle);
-        Ok(Bound::new(py, init)?.into_super().unbind())
+        Py::new(
+            py,
+            TimerHandle {
+                core: self.into_core()?,
+                when,
+                scheduled: AtomicBool::new(false),
+                cancels,
+            },
+        )
     }
 }
 
-impl Handle {
+impl Core {
     #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
     }
 
     /// Run the callback in its context. Exceptions go to the loop's
-    /// exception handler; only `KeyboardInterrupt` and `SystemExit` (and a
-    /// failure of the handler itself to run) are returned.
-    pub fn run(slf: &Bound<'_, Handle>) -> PyResult<()> {
-        let py = slf.py();
-        let this = slf.get();
-        if this.is_cancelled() {
+    /// exception handler; only `KeyboardInterrupt` and `SystemExit` are
+    /// returned. `this` is the handle object owning this core.
+    pub fn run(&self, this: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = this.py();
+        if self.is_cancelled() {
             return Ok(());
         }
         // Own references for the call: the callback may cancel its handle.
-        let callback = this.callback.with(py, |cb| {
+        let callback = self.callback.with(py, |cb| {
             cb.as_ref()
                 .map(|cb| (cb.func.clone_ref(py), cb.args.clone_ref(py)))
         });
@@ -125,67 +171,101 @@ impl Handle {
             return Ok(());
         };
         let (func, args) = (func.into_bound(py), args.into_bound(py));
-        match pyapi::run_in_context(this.context.bind(py), &func, &args) {
+        match pyapi::run_in_context(self.context.bind(py), &func, &args) {
             Ok(()) => Ok(()),
-            Err(err) => report_callback_error(slf, &func, &args, err),
+            Err(err) => self.report_error(this, &func, &args, err),
         }
     }
 
-    pub fn event_loop<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
-        self.loop_.bind(py)
-    }
-}
-
-fn is_exit_exception(py: Python<'_>, err: &PyErr) -> bool {
-    err.is_instance_of::<PyKeyboardInterrupt>(py) || err.is_instance_of::<PySystemExit>(py)
-}
-
-/// asyncio's `Handle._run` error path.
-fn report_callback_error(
-    slf: &Bound<'_, Handle>,
-    func: &Bound<'_, PyAny>,
-    args: &Bound<'_, PyTuple>,
-    err: PyErr,
-) -> PyResult<()> {
-    let py = slf.py();
-    if is_exit_exception(py, &err) {
-        return Err(err);
-    }
-    // The exception object carries its traceback into the handler.
-    let exc = err.into_value(py);
-    let report = || -> PyResult<()> {
-        let source = pyapi::format_callback_source(py)?.call1((func, args))?;
-        let context = PyDict::new(py);
-        context.set_item("message", format!("Exception in callback {source}"))?;
-        context.set_item("exception", exc.bind(py))?;
-        context.set_item("handle", slf)?;
-        if let Some(tb) = &slf.get().source_traceback {
-            context.set_item("source_traceback", tb.bind(py))?;
+    /// asyncio's `Handle._run` error path.
+    fn report_error(
+        &self,
+        this: &Bound<'_, PyAny>,
+        func: &Bound<'_, PyAny>,
+        args: &Bound<'_, PyTuple>,
+        err: PyErr,
+    ) -> PyResult<()> {
+        let py = this.py();
+        if is_exit_exception(py, &err) {
+            return Err(err);
         }
-        slf.get()
-            .loop_
-            .bind(py)
-            .call_method1("call_exception_handler", (context,))?;
-        Ok(())
-    };
-    match report() {
-        Err(e) if is_exit_exception(py, &e) => Err(e),
-        // The handler could not even be called: never lose the error.
-        Err(e) => {
-            e.write_unraisable(py, Some(slf.as_any()));
+        // The exception object carries its traceback into the handler.
+        let exc = err.into_value(py);
+        let report = || -> PyResult<()> {
+            let source = pyapi::format_callback_source(py)?.call1((func, args))?;
+            let context = PyDict::new(py);
+            context.set_item("message", format!("Exception in callback {source}"))?;
+            context.set_item("exception", exc.bind(py))?;
+            context.set_item("handle", this)?;
+            if let Some(tb) = &self.source_traceback {
+                context.set_item("source_traceback", tb.bind(py))?;
+            }
+            self.loop_
+                .bind(py)
+                .call_method1("call_exception_handler", (context,))?;
             Ok(())
+        };
+        match report() {
+            Err(e) if is_exit_exception(py, &e) => Err(e),
+            // The handler could not even be called: never lose the error.
+            Err(e) => {
+                e.write_unraisable(py, Some(this));
+                Ok(())
+            }
+            Ok(()) => Ok(()),
         }
-        Ok(()) => Ok(()),
     }
-}
 
-#[pymethods]
-impl Handle {
-    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+    /// asyncio's `Handle.cancel`: mark cancelled, keep the repr in debug
+    /// mode (for "Executing <Handle …> took …" lines), then drop the
+    /// callback's references. Returns false if it was cancelled already.
+    /// Call only while no loop state is borrowed.
+    fn cancel(&self, this: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = this.py();
+        if self.cancelled.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let debug = match self.loop_.bind(py).cast::<Loop>() {
+            Ok(event_loop) => event_loop.get().get_debug(),
+            Err(_) => false,
+        };
+        if debug {
+            let repr = pyapi::handle_repr(py)?.call1((this,))?.unbind();
+            let old = self.saved_repr.with(py, |r| r.replace(repr));
+            drop(old);
+        }
+        let callback = self.callback.with(py, Option::take);
+        drop(callback);
+        Ok(true)
+    }
+
+    fn callback_func(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.callback
+            .with(py, |cb| cb.as_ref().map(|cb| cb.func.clone_ref(py)))
+    }
+
+    fn callback_args(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
+        self.callback
+            .with(py, |cb| cb.as_ref().map(|cb| cb.args.clone_ref(py)))
+    }
+
+    fn repr(&self, this: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = this.py();
+        if let Some(saved) = self
+            .saved_repr
+            .with(py, |r| r.as_ref().map(|r| r.clone_ref(py)))
+        {
+            return Ok(saved);
+        }
+        Ok(pyapi::handle_repr(py)?.call1((this,))?.unbind())
+    }
+
+    /// GC visit of the references this core holds.
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.context)?;
         visit.call(&self.loop_)?;
         visit.call(&self.source_traceback)?;
-        // SAFETY: we are in `__traverse__`; the closure only visits.
+        // SAFETY: called from `__traverse__`; the closures only visit.
         let visited = unsafe {
             self.callback.with_in_gc(|cb| match cb {
                 Some(cb) => visit.call(&cb.func).and_then(|()| visit.call(&cb.args)),
@@ -201,137 +281,129 @@ impl Handle {
         let visited = visited.unwrap_or(Ok(()));
         visited
     }
-
-    /// Break cycles through the callback (the only mutable reference).
-    fn __clear__(&self) {
-        // SAFETY: we are in `__clear__`; the taken callback is dropped after
-        // the closure returns.
-        let callback = unsafe { self.callback.with_in_gc(Option::take) };
-        drop(callback);
-    }
-
-    /// Cancel the callback; a no-op if it already ran or was cancelled.
-    fn cancel(slf: &Bound<'_, Self>) -> PyResult<()> {
-        cancel_handle(slf)
-    }
-
-    fn cancelled(&self) -> bool {
-        self.is_cancelled()
-    }
-
-    fn get_context(&self, py: Python<'_>) -> Py<PyAny> {
-        self.context.clone_ref(py)
-    }
-
-    /// Run now, as asyncio's private `Handle._run()` (used by some tests).
-    fn _run(slf: &Bound<'_, Self>) -> PyResult<()> {
-        Handle::run(slf)
-    }
-
-    #[getter]
-    fn _callback(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.callback
-            .with(py, |cb| cb.as_ref().map(|cb| cb.func.clone_ref(py)))
-    }
-
-    #[getter]
-    fn _args(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
-        self.callback
-            .with(py, |cb| cb.as_ref().map(|cb| cb.args.clone_ref(py)))
-    }
-
-    #[getter]
-    fn _cancelled(&self) -> bool {
-        self.is_cancelled()
-    }
-
-    #[getter]
-    fn _loop(&self, py: Python<'_>) -> Py<PyAny> {
-        self.loop_.clone_ref(py)
-    }
-
-    #[getter]
-    fn _context(&self, py: Python<'_>) -> Py<PyAny> {
-        self.context.clone_ref(py)
-    }
-
-    #[getter]
-    fn _source_traceback(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.source_traceback.as_ref().map(|tb| tb.clone_ref(py))
-    }
-
-    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        if let Some(saved) = slf
-            .get()
-            .saved_repr
-            .with(py, |r| r.as_ref().map(|r| r.clone_ref(py)))
-        {
-            return Ok(saved);
-        }
-        Ok(pyapi::handle_repr(py)?.call1((slf,))?.unbind())
-    }
 }
 
-/// asyncio's `Handle.cancel`: mark cancelled, keep the repr in debug mode
-/// (for "Executing <Handle …> took …" lines), then drop the callback's
-/// references. Call only while no loop state is borrowed.
-pub fn cancel_handle(slf: &Bound<'_, Handle>) -> PyResult<()> {
-    let py = slf.py();
-    let this = slf.get();
-    if this.cancelled.swap(true, Ordering::AcqRel) {
-        return Ok(());
-    }
-    if let Some(timer) = &this.timer {
-        if timer.scheduled.load(Ordering::Acquire) {
-            timer.cancels.fetch_add(1, Ordering::AcqRel);
+fn is_exit_exception(py: Python<'_>, err: &PyErr) -> bool {
+    err.is_instance_of::<PyKeyboardInterrupt>(py) || err.is_instance_of::<PySystemExit>(py)
+}
+
+/// Cancel a handle from Rust (fd callbacks being replaced or removed).
+pub fn cancel_handle(handle: &Bound<'_, Handle>) -> PyResult<()> {
+    handle.get().core.cancel(handle.as_any()).map(drop)
+}
+
+/// The Python methods both classes share, plus each class's own.
+macro_rules! handle_pymethods {
+    ($ty:ty { $($own:tt)* }) => {
+        #[pymethods]
+        impl $ty {
+            /// Cancel the callback; a no-op if it already ran or was cancelled.
+            fn cancel(slf: &Bound<'_, Self>) -> PyResult<()> {
+                Self::on_cancel(slf, slf.get().core.cancel(slf.as_any())?);
+                Ok(())
+            }
+
+            fn cancelled(&self) -> bool {
+                self.core.is_cancelled()
+            }
+
+            fn get_context(&self, py: Python<'_>) -> Py<PyAny> {
+                self.core.context.clone_ref(py)
+            }
+
+            /// Run now, as asyncio's private `Handle._run()` (used by some tests).
+            fn _run(slf: &Bound<'_, Self>) -> PyResult<()> {
+                slf.get().core.run(slf.as_any())
+            }
+
+            #[getter]
+            fn _callback(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+                self.core.callback_func(py)
+            }
+
+            #[getter]
+            fn _args(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
+                self.core.callback_args(py)
+            }
+
+            #[getter]
+            fn _cancelled(&self) -> bool {
+                self.core.is_cancelled()
+            }
+
+            #[getter]
+            fn _loop(&self, py: Python<'_>) -> Py<PyAny> {
+                self.core.loop_.clone_ref(py)
+            }
+
+            #[getter]
+            fn _context(&self, py: Python<'_>) -> Py<PyAny> {
+                self.core.context.clone_ref(py)
+            }
+
+            #[getter]
+            fn _source_traceback(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+                self.core.source_traceback.as_ref().map(|tb| tb.clone_ref(py))
+            }
+
+            fn __repr__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+                slf.get().core.repr(slf.as_any())
+            }
+
+            fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+                self.core.traverse(&visit)
+            }
+
+            /// Break cycles through the callback (the only mutable reference).
+            fn __clear__(&self) {
+                // SAFETY: we are in `__clear__`; the taken callback is dropped
+                // after the closure returns.
+                let callback = unsafe { self.core.callback.with_in_gc(Option::take) };
+                drop(callback);
+            }
+
+            $($own)*
         }
-    }
-    let debug = match this.loop_.bind(py).cast::<Loop>() {
-        Ok(event_loop) => event_loop.get().get_debug(),
-        Err(_) => false,
     };
-    if debug {
-        let repr = pyapi::handle_repr(py)?.call1((slf,))?.unbind();
-        let old = this.saved_repr.with(py, |r| r.replace(repr));
-        drop(old);
-    }
-    let callback = this.callback.with(py, Option::take);
-    drop(callback);
-    Ok(())
 }
 
-#[pymethods]
-impl TimerHandle {
-    fn when(slf: &Bound<'_, Self>) -> f64 {
-        timer_of(slf).when
+handle_pymethods!(Handle {});
+
+impl Handle {
+    fn on_cancel(_slf: &Bound<'_, Self>, _first: bool) {}
+
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.core.is_cancelled()
+    }
+}
+
+handle_pymethods!(TimerHandle {
+    fn when(&self) -> f64 {
+        self.when
     }
 
     #[getter]
-    fn _when(slf: &Bound<'_, Self>) -> f64 {
-        timer_of(slf).when
+    fn _when(&self) -> f64 {
+        self.when
     }
 
     #[getter]
-    fn _scheduled(slf: &Bound<'_, Self>) -> bool {
-        timer_of(slf).scheduled.load(Ordering::Acquire)
+    fn _scheduled(&self) -> bool {
+        self.scheduled.load(Ordering::Acquire)
     }
 
     /// `hash(self.when())`, as asyncio.
     fn __hash__(slf: &Bound<'_, Self>) -> PyResult<isize> {
-        PyFloat::new(slf.py(), timer_of(slf).when).hash()
+        PyFloat::new(slf.py(), slf.get().when).hash()
     }
 
-    fn __richcmp__(
-        slf: &Bound<'_, Self>,
-        other: &Bound<'_, PyAny>,
-        op: CompareOp,
-    ) -> PyResult<Py<PyAny>> {
+    fn __richcmp__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let Ok(other) = other.cast::<TimerHandle>() else {
             return Ok(py.NotImplemented());
         };
-        let (a, b) = (timer_of(slf).when, timer_of(other).when);
+        let (a, b) = (slf.get().when, other.get().when);
         let result = match op {
             CompareOp::Lt => a < b,
             CompareOp::Le => a < b || timer_eq(slf, other)?,
@@ -342,34 +414,48 @@ impl TimerHandle {
         };
         Ok(PyBool::new(py, result).to_owned().into_any().unbind())
     }
-}
+});
 
-fn timer_of<'a>(slf: &'a Bound<'_, TimerHandle>) -> &'a Timer {
-    slf.as_super()
-        .get()
-        .timer
-        .as_ref()
-        .expect("a TimerHandle is always built with timer state")
+impl TimerHandle {
+    /// A scheduled timer's cancellation is counted for heap compaction.
+    fn on_cancel(slf: &Bound<'_, Self>, first: bool) {
+        let this = slf.get();
+        if first && this.scheduled.load(Ordering::Acquire) {
+            this.cancels.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.core.is_cancelled()
+    }
 }
 
 /// asyncio's `TimerHandle.__eq__`: same deadline, callback, args and state.
 fn timer_eq(a: &Bound<'_, TimerHandle>, b: &Bound<'_, TimerHandle>) -> PyResult<bool> {
-    let (ha, hb) = (a.as_super().get(), b.as_super().get());
-    if timer_of(a).when != timer_of(b).when || ha.is_cancelled() != hb.is_cancelled() {
+    let (ta, tb) = (a.get(), b.get());
+    if ta.when != tb.when || ta.is_cancelled() != tb.is_cancelled() {
         return Ok(false);
     }
     let py = a.py();
-    let ca = ha._callback(py);
-    let cb = hb._callback(py);
-    let same_cb = match (&ca, &cb) {
-        (Some(x), Some(y)) => x.bind(py).eq(y.bind(py))?,
-        (None, None) => true,
-        _ => false,
+    let same = |x: Option<Bound<'_, PyAny>>, y: Option<Bound<'_, PyAny>>| -> PyResult<bool> {
+        match (x, y) {
+            (Some(x), Some(y)) => x.eq(y),
+            (None, None) => Ok(true),
+            _ => Ok(false),
+        }
     };
-    let same_args = match (ha._args(py), hb._args(py)) {
-        (Some(x), Some(y)) => x.bind(py).eq(y.bind(py))?,
-        (None, None) => true,
-        _ => false,
-    };
+    let same_cb = same(
+        ta.core.callback_func(py).map(|f| f.into_bound(py)),
+        tb.core.callback_func(py).map(|f| f.into_bound(py)),
+    )?;
+    let same_args = same(
+        ta.core
+            .callback_args(py)
+            .map(|a| a.into_bound(py).into_any()),
+        tb.core
+            .callback_args(py)
+            .map(|a| a.into_bound(py).into_any()),
+    )?;
     Ok(same_cb && same_args)
 }
