@@ -2,7 +2,9 @@
 //! the tick, which follows asyncio's `BaseEventLoop._run_once` step for step.
 
 use crate::errors::{closed, not_thread_safe, to_pyerr};
-use crate::handle::{cancel_handle, AnyHandle, Handle, NewHandle, TimerHandle};
+use crate::handle::{
+    cancel_handle, untrack_while_queued, AnyHandle, Handle, NewHandle, TimerHandle,
+};
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
 use loop_core::injector::Injector;
@@ -300,7 +302,9 @@ impl Loop {
         }
         let debug = self.is_debug();
         while let Some(handle) = batch.pop() {
-            if let Err(err) = self.run_handle(slf, &handle, debug) {
+            let result = self.run_handle(slf, &handle, debug);
+            handle.release(py);
+            if let Err(err) = result {
                 // KeyboardInterrupt/SystemExit: the rest keep their place.
                 if let Ok(mut st) = self.state.try_borrow_mut() {
                     st.ready.prepend(&mut batch);
@@ -556,6 +560,7 @@ impl Loop {
             debug,
         }
         .build()?;
+        untrack_while_queued(handle.bind(slf.py()));
         this.schedule(AnyHandle::Plain(handle.clone_ref(slf.py())))?;
         Ok(handle)
     }
@@ -581,6 +586,7 @@ impl Loop {
             debug,
         }
         .build()?;
+        untrack_while_queued(handle.bind(slf.py()));
         let queued = AnyHandle::Plain(handle.clone_ref(slf.py()));
         if this.state.owner() == current_thread() {
             this.schedule(queued)?;
@@ -796,7 +802,7 @@ impl Loop {
     }
 
     /// The native part of `close`: drop every pending callback and timer.
-    fn _close(&self) -> PyResult<()> {
+    fn _close(&self, py: Python<'_>) -> PyResult<()> {
         if self.state.owner() != 0 {
             return Err(PyRuntimeError::new_err("Cannot close a running event loop"));
         }
@@ -814,7 +820,10 @@ impl Loop {
             (ready, timers, fds)
         };
         let queued: Vec<AnyHandle> = std::iter::from_fn(|| self.injector.pop()).collect();
-        drop((ready, timers, fds, queued));
+        for handle in ready.into_iter().chain(queued) {
+            handle.release(py);
+        }
+        drop((timers, fds));
         Ok(())
     }
 

@@ -84,6 +84,16 @@ impl AnyHandle {
         }
     }
 
+    /// The loop is letting go of a `call_soon` handle (it ran, was skipped,
+    /// or the loop closed): if someone else still holds it, hand it back to
+    /// the cycle collector (see [`untrack_while_queued`]).
+    #[inline]
+    pub fn release(self, py: Python<'_>) {
+        if let AnyHandle::Plain(handle) = &self {
+            retrack_if_shared(handle.bind(py).as_any());
+        }
+    }
+
     /// Run it (see [`Core::run`]).
     pub fn run(&self, py: Python<'_>) -> PyResult<()> {
         self.core().run(self.bind(py))
@@ -285,6 +295,36 @@ impl Core {
 
 fn is_exit_exception(py: Python<'_>, err: &PyErr) -> bool {
     err.is_instance_of::<PyKeyboardInterrupt>(py) || err.is_instance_of::<PySystemExit>(py)
+}
+
+/// Keep a fresh `call_soon` handle out of the cycle collector's lists while
+/// it waits in the ready queue: a burst of 10,000 queued callbacks otherwise
+/// makes every young collection walk them (measured: ~40 % of the collector's
+/// cost in `call_soon_burst`). A queued handle is reachable through the loop,
+/// so leaving it untracked can never let the collector free a live object;
+/// [`AnyHandle::release`] tracks it again if anyone holds it afterwards.
+#[inline]
+pub fn untrack_while_queued(handle: &Bound<'_, Handle>) {
+    #[cfg(not(Py_GIL_DISABLED))]
+    // SAFETY: a live GC-enabled object (every pyclass is); untracking an
+    // object only removes it from the collector's lists.
+    unsafe {
+        pyo3::ffi::PyObject_GC_UnTrack(handle.as_ptr().cast())
+    };
+    #[cfg(Py_GIL_DISABLED)]
+    let _ = handle;
+}
+
+#[inline]
+fn retrack_if_shared(obj: &Bound<'_, PyAny>) {
+    let ptr = obj.as_ptr();
+    // SAFETY: `ptr` is a live GC-enabled object held by `obj`; it is tracked
+    // again only if it is not tracked now (tracking twice is a fatal error).
+    unsafe {
+        if pyo3::ffi::Py_REFCNT(ptr) > 1 && pyo3::ffi::PyObject_GC_IsTracked(ptr) == 0 {
+            pyo3::ffi::PyObject_GC_Track(ptr.cast());
+        }
+    }
 }
 
 /// Cancel a handle from Rust (fd callbacks being replaced or removed).
