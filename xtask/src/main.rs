@@ -5,6 +5,7 @@
 //! | `demo` | build ferroloop into the project venv and run `examples/demo.py` |
 //! | `test` | everything CI checks: fmt, clippy, Rust tests (both poller backends), the wheel, pytest, conformance |
 //! | `develop` | build and install ferroloop into the venv (release, editable) |
+//! | `check-versions` | compile-check the extension for CPython 3.12, 3.13, 3.14 and 3.14t |
 //! | `wheel --local` | build a wheel for this interpreter and install it into the venv |
 //! | `conformance [ARGS]` | CPython's asyncio suite against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         "test" => tasks::test(&rest),
         "develop" => tasks::develop(),
         "wheel" => tasks::wheel(&rest),
+        "check-versions" => tasks::check_versions(),
         "conformance" => tasks::conformance(&rest),
         "bench" => tasks::bench(&rest),
         "-h" | "--help" | "help" => {

@@ -151,6 +151,7 @@ pub fn test(args: &[String]) -> Result<(), String> {
                 cmd::root().join("target").join("polling"),
             ),
     )?;
+    check_versions()?;
     build_and_install_wheel(&venv, "release")?;
     // pytest's exit code 5 (no tests collected) is a failure like any other.
     cmd::run(cmd::new(venv.python()).args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]))?;
@@ -160,6 +161,60 @@ pub fn test(args: &[String]) -> Result<(), String> {
             "--loop",
             "ferroloop",
         ]))?;
+    }
+    Ok(())
+}
+
+/// CPython versions the extension must build for besides the local one,
+/// as (label, version, free-threaded).
+const OTHER_PYTHONS: &[(&str, &str, bool)] = &[
+    ("3.12", "3.12", false),
+    ("3.13", "3.13", false),
+    ("3.14", "3.14", false),
+    ("3.14t", "3.14", true),
+];
+
+/// Compile-check `loop-py` for each CPython in [`OTHER_PYTHONS`] without
+/// their interpreters: a pyo3 config file describes each target, so the
+/// version cfgs (`Py_3_13`, `Py_GIL_DISABLED`, …) and FFI are the real
+/// ones. Behaviour is only verified on the local 3.11.
+pub fn check_versions() -> Result<(), String> {
+    let dir = cmd::root().join("target").join("pyo3-configs");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for (label, version, free_threaded) in OTHER_PYTHONS {
+        let abi = if *free_threaded {
+            "free_threaded"
+        } else {
+            "gil_enabled"
+        };
+        let lib = if *free_threaded {
+            format!("python{version}t")
+        } else {
+            format!("python{version}")
+        };
+        let config = format!(
+            "implementation=CPython\nversion={version}\nshared=true\n\
+             target_abi=CPython-{abi}-{version}\nlib_name={lib}\npointer_width=64\n\
+             build_flags={}\nsuppress_build_script_link_lines=false\n",
+            if *free_threaded {
+                "Py_GIL_DISABLED"
+            } else {
+                ""
+            }
+        );
+        let path = dir.join(format!("{label}.txt"));
+        std::fs::write(&path, config).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("== loop-py for CPython {label}");
+        cmd::run(
+            cmd::new("cargo")
+                .args(["check", "-p", "loop-py", "--lib"])
+                .env("PYO3_CONFIG_FILE", &path)
+                .env("RUSTFLAGS", "-D warnings")
+                .env(
+                    "CARGO_TARGET_DIR",
+                    cmd::root().join("target").join("check").join(label),
+                ),
+        )?;
     }
     Ok(())
 }
