@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from _helpers import run_once
+from _helpers import ferroloop_only, run_once
 
 CLOSED = r"^Event loop is closed$"
 ALREADY_RUNNING = r"^This event loop is already running$"
@@ -257,3 +257,19 @@ def test_set_default_executor_rejects_a_non_thread_pool(loop):
 def test_create_task_rejects_a_non_coroutine(loop):
     with pytest.raises(TypeError, match=re.escape("a coroutine was expected, got 42")):
         loop.create_task(42)
+
+
+@ferroloop_only
+def test_rust_panic_in_a_callback_reaches_the_handler_as_runtime_error(loop, loop_errors):
+    from ferroloop import _native
+
+    ran = []
+    loop.call_soon(_native._test_panic, "boom from a test")
+    loop.call_soon(ran.append, "after")
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    assert ran == ["after"], "the loop went on after the panic"
+    (record,) = loop_errors.take()
+    exc = record["exception"]
+    assert type(exc) is RuntimeError
+    assert "boom from a test" in str(exc)

@@ -443,11 +443,7 @@ fn report_panic(
     panic: Box<dyn std::any::Any + Send>,
 ) -> PyResult<()> {
     let py = slf.py();
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string());
+    let what = panic_message(panic.as_ref());
     let exc = PyRuntimeError::new_err(format!("ferroloop internal error (Rust panic): {what}"));
     let context = PyDict::new(py);
     context.set_item(
@@ -458,6 +454,14 @@ fn report_panic(
     context.set_item("handle", handle)?;
     slf.call_method1("call_exception_handler", (context,))?;
     Ok(())
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
 }
 
 /// Gives the loop up when `_run` returns or raises.
@@ -794,7 +798,18 @@ impl Loop {
         }
         let _guard = RunGuard(this);
         loop {
-            this.run_once(slf)?;
+            // A panic in the tick itself (not in a callback) is a bug in
+            // ferroloop: end run_forever with a RuntimeError, never with
+            // PyO3's PanicException (a BaseException, like Ctrl-C).
+            match catch_unwind(AssertUnwindSafe(|| this.run_once(slf))) {
+                Ok(result) => result?,
+                Err(panic) => {
+                    return Err(PyRuntimeError::new_err(format!(
+                        "ferroloop internal error (Rust panic in the event loop): {}",
+                        panic_message(panic.as_ref())
+                    )))
+                }
+            }
             if this.stopping.load(Ordering::Acquire) {
                 return Ok(());
             }

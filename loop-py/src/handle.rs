@@ -14,8 +14,9 @@ use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
 use crate::pyapi;
 use pyo3::basic::CompareOp;
-use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
 use pyo3::gc::PyVisit;
+use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple};
 use pyo3::PyTraverseError;
@@ -204,6 +205,7 @@ impl Core {
         if is_exit_exception(py, &err) {
             return Err(err);
         }
+        let err = panic_as_runtime_error(py, err);
         // The exception object carries its traceback into the handler.
         let exc = err.into_value(py);
         let report = || -> PyResult<()> {
@@ -296,6 +298,18 @@ impl Core {
         let visited = visited.unwrap_or(Ok(()));
         visited
     }
+}
+
+/// A Rust panic inside a native callback reaches us as PyO3's
+/// `PanicException`, a `BaseException`; the exception handler gets a
+/// `RuntimeError` instead (the panic as its `__cause__`), like any bug.
+fn panic_as_runtime_error(py: Python<'_>, err: PyErr) -> PyErr {
+    if !err.is_instance_of::<PanicException>(py) {
+        return err;
+    }
+    let wrapped = PyRuntimeError::new_err(format!("Rust panic in a callback: {}", err.value(py)));
+    wrapped.set_cause(py, Some(err));
+    wrapped
 }
 
 fn is_exit_exception(py: Python<'_>, err: &PyErr) -> bool {

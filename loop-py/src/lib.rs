@@ -14,9 +14,18 @@ mod handle;
 mod owner;
 mod pyapi;
 
+/// Panics with `message`: a test hook proving that a Rust panic inside a
+/// callback reaches the exception handler as a `RuntimeError` and leaves
+/// the loop running.
+#[pyfunction]
+fn _test_panic(message: &str) {
+    panic!("{message}");
+}
+
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_loop::Loop>()?;
+    m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     m.add_class::<handle::Handle>()?;
     m.add_class::<handle::TimerHandle>()?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
