@@ -59,3 +59,24 @@ def test_queued_handles_stay_alive_through_collections(loop):
     loop.call_soon(loop.stop)
     loop.run_forever()
     assert ran == list(range(2000))
+
+
+def test_a_handle_kept_by_the_caller_is_never_reused(loop):
+    # ferroloop recycles call_soon handles nobody holds; one the caller kept
+    # must keep its callback, context and state after it ran.
+    def kept_callback():
+        pass
+
+    kept = loop.call_soon(kept_callback)
+    context = kept._context  # get_context() is 3.12+ in asyncio
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    ran = []
+    for i in range(3000):
+        loop.call_soon(ran.append, i)
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    assert ran == list(range(3000))
+    assert "kept_callback" in repr(kept)
+    assert not kept.cancelled()
+    assert kept._context is context

@@ -2,9 +2,7 @@
 //! the tick, which follows asyncio's `BaseEventLoop._run_once` step for step.
 
 use crate::errors::{closed, not_thread_safe, to_pyerr};
-use crate::handle::{
-    cancel_handle, untrack_while_queued, AnyHandle, Handle, NewHandle, TimerHandle,
-};
+use crate::handle::{cancel_handle, AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
 use loop_core::injector::Injector;
@@ -57,6 +55,8 @@ struct State {
     timers: Timers<ScheduledTimer>,
     reactor: Reactor<FdCallbacks>,
     events: Vec<Ready>,
+    /// Emptied `call_soon` handles for reuse.
+    pool: HandlePool,
 }
 
 #[pyclass(frozen, subclass, module = "ferroloop._native", name = "Loop")]
@@ -189,6 +189,40 @@ impl Loop {
         }
     }
 
+    /// asyncio's checks for `call_soon*`, then a handle to queue (recycled
+    /// when the pool has one; see `handle::HandlePool`).
+    fn new_ready_handle(
+        slf: &Bound<'_, Self>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
+        method: &str,
+        thread_bound: bool,
+    ) -> PyResult<Py<Handle>> {
+        let this = slf.get();
+        this.check_closed()?;
+        let debug = this.is_debug();
+        if debug {
+            if thread_bound {
+                this.check_thread()?;
+            }
+            pyapi::check_callback(&callback, method)?;
+        }
+        let pooled = this
+            .state
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut st| st.pool.take());
+        NewHandle {
+            callback,
+            args,
+            context,
+            event_loop: slf.as_any(),
+            debug,
+        }
+        .build_queued(pooled)
+    }
+
     fn new_timer(
         slf: &Bound<'_, Self>,
         when: f64,
@@ -303,7 +337,9 @@ impl Loop {
         let debug = self.is_debug();
         while let Some(handle) = batch.pop() {
             let result = self.run_handle(slf, &handle, debug);
-            handle.release(py);
+            if let Some(emptied) = handle.release(py) {
+                self.recycle(emptied);
+            }
             if let Err(err) = result {
                 // KeyboardInterrupt/SystemExit: the rest keep their place.
                 if let Ok(mut st) = self.state.try_borrow_mut() {
@@ -316,6 +352,16 @@ impl Loop {
             st.spare = batch;
         }
         Ok(())
+    }
+
+    /// Keep an emptied handle for the next `call_soon`.
+    fn recycle(&self, handle: Py<Handle>) {
+        let overflow = match self.state.try_borrow_mut() {
+            Ok(mut st) => st.pool.put(handle),
+            Err(_) => Some(handle),
+        };
+        // An emptied handle holds no references: freeing it runs no Python.
+        drop(overflow);
     }
 
     /// Run one handle; a Rust panic becomes a RuntimeError for the
@@ -521,6 +567,7 @@ impl Loop {
                 timers: Timers::new(),
                 reactor,
                 events: Vec::with_capacity(64),
+                pool: HandlePool::default(),
             }),
             injector,
             closed: AtomicBool::new(false),
@@ -549,23 +596,9 @@ impl Loop {
         args: Bound<'_, PyTuple>,
         context: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<Handle>> {
-        let this = slf.get();
-        this.check_closed()?;
-        let debug = this.is_debug();
-        if debug {
-            this.check_thread()?;
-            pyapi::check_callback(&callback, "call_soon")?;
-        }
-        let handle = NewHandle {
-            callback,
-            args,
-            context,
-            event_loop: slf.as_any(),
-            debug,
-        }
-        .build()?;
-        untrack_while_queued(handle.bind(slf.py()));
-        this.schedule(AnyHandle::Plain(handle.clone_ref(slf.py())))?;
+        let handle = Loop::new_ready_handle(slf, callback, args, context, "call_soon", true)?;
+        slf.get()
+            .schedule(AnyHandle::Plain(handle.clone_ref(slf.py())))?;
         Ok(handle)
     }
 
@@ -577,20 +610,8 @@ impl Loop {
         context: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<Handle>> {
         let this = slf.get();
-        this.check_closed()?;
-        let debug = this.is_debug();
-        if debug {
-            pyapi::check_callback(&callback, "call_soon_threadsafe")?;
-        }
-        let handle = NewHandle {
-            callback,
-            args,
-            context,
-            event_loop: slf.as_any(),
-            debug,
-        }
-        .build()?;
-        untrack_while_queued(handle.bind(slf.py()));
+        let handle =
+            Loop::new_ready_handle(slf, callback, args, context, "call_soon_threadsafe", false)?;
         let queued = AnyHandle::Plain(handle.clone_ref(slf.py()));
         if this.state.owner() == current_thread() {
             this.schedule(queued)?;
@@ -836,9 +857,10 @@ impl Loop {
         };
         let queued: Vec<AnyHandle> = std::iter::from_fn(|| self.injector.pop()).collect();
         for handle in ready.into_iter().chain(queued) {
-            handle.release(py);
+            drop(handle.release(py));
         }
-        drop((timers, fds));
+        let pooled = self.state()?.pool.clear();
+        drop((timers, fds, pooled));
         Ok(())
     }
 

@@ -3,12 +3,21 @@
 //!
 //! Both are frozen pyclasses over a shared [`Core`]: the loop reads them
 //! without borrow checks; the mutable parts are the cancelled flag (atomic)
-//! and the callback (a [`GilCell`]), which `cancel()` drops so a cancelled
-//! handle holds no references (as asyncio does, to break cycles early).
+//! and the references (a [`GilCell`]). `cancel()` drops the callback so a
+//! cancelled handle holds no references to it (as asyncio does, to break
+//! cycles early).
 //!
 //! The two classes are siblings, not base and subclass as in asyncio: the
 //! loop holds either through [`AnyHandle`], and neither needs a downcast.
 //! Both take part in Python's cycle collector (`__traverse__`/`__clear__`).
+//!
+//! `call_soon` handles are the loop's hottest allocation (every task step and
+//! future callback makes one, and almost every caller drops it at once). The
+//! loop recycles them ([`HandlePool`]): when it lets go of a handle nobody
+//! else holds, the handle is emptied and reused by a later `call_soon`,
+//! skipping allocation, the cycle collector's bookkeeping and PyO3's
+//! freelist lock. While queued they are also kept off the collector's lists
+//! ([`untrack_while_queued`]).
 
 use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
@@ -28,24 +37,26 @@ struct Callback {
     args: Py<PyTuple>,
 }
 
-/// State shared by both handle classes.
-pub struct Core {
-    callback: GilCell<Option<Callback>>,
-    context: Py<PyAny>,
-    loop_: Py<PyAny>,
-    cancelled: AtomicBool,
+/// A handle's references. All `None` only while a handle waits in a
+/// [`HandlePool`].
+#[derive(Default)]
+pub struct Fields {
+    callback: Option<Callback>,
+    context: Option<Py<PyAny>>,
+    loop_: Option<Py<PyAny>>,
     source_traceback: Option<Py<PyAny>>,
     /// repr captured at cancel time in debug mode (asyncio's `_repr`).
-    saved_repr: GilCell<Option<Py<PyAny>>>,
+    saved_repr: Option<Py<PyAny>>,
+}
+
+/// State shared by both handle classes.
+pub struct Core {
+    fields: GilCell<Fields>,
+    cancelled: AtomicBool,
 }
 
 /// A `call_soon`, fd or signal handle.
-///
-/// Recycled through a freelist: besides saving the allocation, a reused
-/// object skips the collector's allocation count, and that moved `fib21` off
-/// a full-collection threshold (4 → 3 gen-2 collections, −25 % time; see
-/// docs/decisions.md).
-#[pyclass(frozen, freelist = 4096, module = "ferroloop._native", name = "Handle")]
+#[pyclass(frozen, module = "ferroloop._native", name = "Handle")]
 pub struct Handle {
     core: Core,
 }
@@ -90,14 +101,28 @@ impl AnyHandle {
         }
     }
 
-    /// The loop is letting go of a `call_soon` handle (it ran, was skipped,
-    /// or the loop closed): if someone else still holds it, hand it back to
-    /// the cycle collector (see [`untrack_while_queued`]).
+    /// The loop lets go of a handle (it ran, was skipped, or the loop
+    /// closed). A `call_soon` handle nobody else holds is emptied and
+    /// returned for the loop's [`HandlePool`]; one that someone holds goes
+    /// back on the cycle collector's lists (see [`untrack_while_queued`]).
+    /// Call with no loop state borrowed: emptying drops references.
     #[inline]
-    pub fn release(self, py: Python<'_>) {
-        if let AnyHandle::Plain(handle) = &self {
-            retrack_if_shared(handle.bind(py).as_any());
+    pub fn release(self, py: Python<'_>) -> Option<Py<Handle>> {
+        let AnyHandle::Plain(handle) = self else {
+            return None;
+        };
+        let obj = handle.bind(py).as_any();
+        if cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(obj) {
+            let fields = handle.get().core.fields.with(py, std::mem::take);
+            drop(fields);
+            // Dropping the fields ran arbitrary code; nothing can reach an
+            // untracked, unreferenced handle, but check rather than assume.
+            if is_sole_reference(obj) {
+                return Some(handle);
+            }
         }
+        track(obj);
+        None
     }
 
     /// Run it (see [`Core::run`]).
@@ -116,7 +141,7 @@ pub struct NewHandle<'py> {
 }
 
 impl NewHandle<'_> {
-    fn into_core(self) -> PyResult<Core> {
+    fn into_fields(self) -> PyResult<Fields> {
         let py = self.callback.py();
         let context = match self.context {
             Some(ctx) if !ctx.is_none() => ctx,
@@ -127,27 +152,49 @@ impl NewHandle<'_> {
         } else {
             None
         };
-        Ok(Core {
-            callback: GilCell::new(Some(Callback {
+        Ok(Fields {
+            callback: Some(Callback {
                 func: self.callback.unbind(),
                 args: self.args.unbind(),
-            })),
-            context: context.unbind(),
-            loop_: self.event_loop.clone().unbind(),
-            cancelled: AtomicBool::new(false),
+            }),
+            context: Some(context.unbind()),
+            loop_: Some(self.event_loop.clone().unbind()),
             source_traceback,
-            saved_repr: GilCell::new(None),
+            saved_repr: None,
         })
     }
 
+    /// An fd or signal handle (tracked by the cycle collector).
     pub fn build(self) -> PyResult<Py<Handle>> {
         let py = self.callback.py();
-        Py::new(
+        let handle = Py::new(
             py,
             Handle {
-                core: self.into_core()?,
+                core: Core::new(self.into_fields()?),
             },
-        )
+        )?;
+        Ok(handle)
+    }
+
+    /// A `call_soon` handle about to be queued: recycled from `pool` when
+    /// it has one, untracked while queued either way.
+    pub fn build_queued(self, pool: Option<Py<Handle>>) -> PyResult<Py<Handle>> {
+        let py = self.callback.py();
+        let fields = self.into_fields()?;
+        let handle = match pool {
+            Some(handle) => {
+                handle.get().core.refill(py, fields);
+                handle
+            }
+            None => Py::new(
+                py,
+                Handle {
+                    core: Core::new(fields),
+                },
+            )?,
+        };
+        untrack_while_queued(handle.bind(py));
+        Ok(handle)
     }
 
     pub fn build_timer(self, when: f64, cancels: Arc<AtomicUsize>) -> PyResult<Py<TimerHandle>> {
@@ -155,7 +202,7 @@ impl NewHandle<'_> {
         Py::new(
             py,
             TimerHandle {
-                core: self.into_core()?,
+                core: Core::new(self.into_fields()?),
                 when,
                 scheduled: AtomicBool::new(false),
                 cancels,
@@ -164,10 +211,60 @@ impl NewHandle<'_> {
     }
 }
 
+/// Emptied `call_soon` handles of one loop, ready for reuse.
+#[derive(Default)]
+pub struct HandlePool {
+    free: Vec<Py<Handle>>,
+}
+
+impl HandlePool {
+    /// Enough for a burst of callbacks per tick; more are simply freed.
+    const CAPACITY: usize = 1024;
+
+    pub fn take(&mut self) -> Option<Py<Handle>> {
+        self.free.pop()
+    }
+
+    /// Keep an emptied handle (see [`AnyHandle::release`]); a full pool
+    /// hands it back to be freed.
+    pub fn put(&mut self, handle: Py<Handle>) -> Option<Py<Handle>> {
+        if self.free.len() < Self::CAPACITY {
+            self.free.push(handle);
+            None
+        } else {
+            Some(handle)
+        }
+    }
+
+    pub fn clear(&mut self) -> Vec<Py<Handle>> {
+        std::mem::take(&mut self.free)
+    }
+}
+
 impl Core {
+    fn new(fields: Fields) -> Core {
+        Core {
+            fields: GilCell::new(fields),
+            cancelled: AtomicBool::new(false),
+        }
+    }
+
+    /// Fill an emptied (pooled) handle; its old fields are all `None`, so
+    /// nothing is dropped here.
+    fn refill(&self, py: Python<'_>, fields: Fields) {
+        self.fields.with(py, |f| *f = fields);
+        self.cancelled.store(false, Ordering::Release);
+    }
+
     #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
+    }
+
+    fn loop_obj<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.fields
+            .with(py, |f| f.loop_.as_ref().map(|l| l.clone_ref(py)))
+            .map(|l| l.into_bound(py))
     }
 
     /// Run the callback in its context. Exceptions go to the loop's
@@ -179,15 +276,20 @@ impl Core {
             return Ok(());
         }
         // Own references for the call: the callback may cancel its handle.
-        let callback = self.callback.with(py, |cb| {
-            cb.as_ref()
-                .map(|cb| (cb.func.clone_ref(py), cb.args.clone_ref(py)))
+        let call = self.fields.with(py, |f| {
+            let cb = f.callback.as_ref()?;
+            let ctx = f.context.as_ref()?;
+            Some((
+                cb.func.clone_ref(py),
+                cb.args.clone_ref(py),
+                ctx.clone_ref(py),
+            ))
         });
-        let Some((func, args)) = callback else {
+        let Some((func, args, context)) = call else {
             return Ok(());
         };
         let (func, args) = (func.into_bound(py), args.into_bound(py));
-        match pyapi::run_in_context(self.context.bind(py), &func, &args) {
+        match pyapi::run_in_context(context.bind(py), &func, &args) {
             Ok(()) => Ok(()),
             Err(err) => self.report_error(this, &func, &args, err),
         }
@@ -214,12 +316,15 @@ impl Core {
             context.set_item("message", format!("Exception in callback {source}"))?;
             context.set_item("exception", exc.bind(py))?;
             context.set_item("handle", this)?;
-            if let Some(tb) = &self.source_traceback {
-                context.set_item("source_traceback", tb.bind(py))?;
+            let tb = self
+                .fields
+                .with(py, |f| f.source_traceback.as_ref().map(|t| t.clone_ref(py)));
+            if let Some(tb) = tb {
+                context.set_item("source_traceback", tb)?;
             }
-            self.loop_
-                .bind(py)
-                .call_method1("call_exception_handler", (context,))?;
+            if let Some(event_loop) = self.loop_obj(py) {
+                event_loop.call_method1("call_exception_handler", (context,))?;
+            }
             Ok(())
         };
         match report() {
@@ -242,36 +347,44 @@ impl Core {
         if self.cancelled.swap(true, Ordering::AcqRel) {
             return Ok(false);
         }
-        let debug = match self.loop_.bind(py).cast::<Loop>() {
-            Ok(event_loop) => event_loop.get().get_debug(),
-            Err(_) => false,
+        let debug = match self.loop_obj(py) {
+            Some(event_loop) => event_loop
+                .cast::<Loop>()
+                .map(|l| l.get().get_debug())
+                .unwrap_or(false),
+            None => false,
         };
         if debug {
             let repr = pyapi::handle_repr(py)?.call1((this,))?.unbind();
-            let old = self.saved_repr.with(py, |r| r.replace(repr));
+            let old = self.fields.with(py, |f| f.saved_repr.replace(repr));
             drop(old);
         }
-        let callback = self.callback.with(py, Option::take);
+        let callback = self.fields.with(py, |f| f.callback.take());
         drop(callback);
         Ok(true)
     }
 
     fn callback_func(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.callback
-            .with(py, |cb| cb.as_ref().map(|cb| cb.func.clone_ref(py)))
+        self.fields
+            .with(py, |f| f.callback.as_ref().map(|cb| cb.func.clone_ref(py)))
     }
 
     fn callback_args(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
-        self.callback
-            .with(py, |cb| cb.as_ref().map(|cb| cb.args.clone_ref(py)))
+        self.fields
+            .with(py, |f| f.callback.as_ref().map(|cb| cb.args.clone_ref(py)))
+    }
+
+    fn field(
+        &self,
+        py: Python<'_>,
+        pick: impl FnOnce(&Fields) -> Option<&Py<PyAny>>,
+    ) -> Option<Py<PyAny>> {
+        self.fields.with(py, |f| pick(f).map(|o| o.clone_ref(py)))
     }
 
     fn repr(&self, this: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = this.py();
-        if let Some(saved) = self
-            .saved_repr
-            .with(py, |r| r.as_ref().map(|r| r.clone_ref(py)))
-        {
+        if let Some(saved) = self.field(py, |f| f.saved_repr.as_ref()) {
             return Ok(saved);
         }
         Ok(pyapi::handle_repr(py)?.call1((this,))?.unbind())
@@ -279,24 +392,30 @@ impl Core {
 
     /// GC visit of the references this core holds.
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.context)?;
-        visit.call(&self.loop_)?;
-        visit.call(&self.source_traceback)?;
-        // SAFETY: called from `__traverse__`; the closures only visit.
+        // SAFETY: called from `__traverse__`; the closure only visits.
         let visited = unsafe {
-            self.callback.with_in_gc(|cb| match cb {
-                Some(cb) => visit.call(&cb.func).and_then(|()| visit.call(&cb.args)),
-                None => Ok(()),
+            self.fields.with_in_gc(|f| {
+                if let Some(cb) = &f.callback {
+                    visit.call(&cb.func)?;
+                    visit.call(&cb.args)?;
+                }
+                visit.call(&f.context)?;
+                visit.call(&f.loop_)?;
+                visit.call(&f.source_traceback)?;
+                visit.call(&f.saved_repr)
             })
         };
         #[cfg(Py_GIL_DISABLED)]
         let visited = visited.unwrap_or(Ok(()));
-        visited?;
-        // SAFETY: as above.
-        let visited = unsafe { self.saved_repr.with_in_gc(|r| visit.call(&*r)) };
-        #[cfg(Py_GIL_DISABLED)]
-        let visited = visited.unwrap_or(Ok(()));
         visited
+    }
+
+    /// GC clear: drop every reference (the object is unreachable).
+    fn clear(&self) {
+        // SAFETY: called from `__clear__`; the fields are dropped after the
+        // closure returns.
+        let fields = unsafe { self.fields.with_in_gc(std::mem::take) };
+        drop(fields);
     }
 }
 
@@ -334,12 +453,11 @@ pub fn untrack_while_queued(handle: &Bound<'_, Handle>) {
     let _ = handle;
 }
 
+/// Only the caller's reference exists (so no one can observe a reuse).
 #[inline]
-fn retrack_if_shared(obj: &Bound<'_, PyAny>) {
+fn is_sole_reference(obj: &Bound<'_, PyAny>) -> bool {
     // SAFETY: reading the refcount of a live object we hold.
-    if unsafe { pyo3::ffi::Py_REFCNT(obj.as_ptr()) } > 1 {
-        track(obj);
-    }
+    unsafe { pyo3::ffi::Py_REFCNT(obj.as_ptr()) == 1 }
 }
 
 /// Put a handle (back) on the collector's lists if it is not on them.
@@ -375,8 +493,8 @@ macro_rules! handle_pymethods {
                 self.core.is_cancelled()
             }
 
-            fn get_context(&self, py: Python<'_>) -> Py<PyAny> {
-                self.core.context.clone_ref(py)
+            fn get_context(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+                self.core.field(py, |f| f.context.as_ref())
             }
 
             /// Run now, as asyncio's private `Handle._run()` (used by some tests).
@@ -400,18 +518,18 @@ macro_rules! handle_pymethods {
             }
 
             #[getter]
-            fn _loop(&self, py: Python<'_>) -> Py<PyAny> {
-                self.core.loop_.clone_ref(py)
+            fn _loop(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+                self.core.field(py, |f| f.loop_.as_ref())
             }
 
             #[getter]
-            fn _context(&self, py: Python<'_>) -> Py<PyAny> {
-                self.core.context.clone_ref(py)
+            fn _context(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+                self.core.field(py, |f| f.context.as_ref())
             }
 
             #[getter]
             fn _source_traceback(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-                self.core.source_traceback.as_ref().map(|tb| tb.clone_ref(py))
+                self.core.field(py, |f| f.source_traceback.as_ref())
             }
 
             fn __repr__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
@@ -422,12 +540,9 @@ macro_rules! handle_pymethods {
                 self.core.traverse(&visit)
             }
 
-            /// Break cycles through the callback (the only mutable reference).
+            /// Break cycles: an unreachable handle drops its references.
             fn __clear__(&self) {
-                // SAFETY: we are in `__clear__`; the taken callback is dropped
-                // after the closure returns.
-                let callback = unsafe { self.core.callback.with_in_gc(Option::take) };
-                drop(callback);
+                self.core.clear();
             }
 
             $($own)*
