@@ -652,6 +652,12 @@ impl StreamCore {
         self.force_close(None);
     }
 
+    /// asyncio's `_fatal_error`: lose the connection with `err` (a protocol
+    /// callback raised, a registration failed, …). Buffered data is dropped.
+    pub fn fail(&mut self, err: Error) {
+        self.force_close(Some(err));
+    }
+
     /// asyncio's `_force_close`: drop the buffer and lose the connection,
     /// unless it is lost already.
     fn force_close(&mut self, err: Option<Error>) {
