@@ -15,9 +15,8 @@
 //! future callback makes one, and almost every caller drops it at once). The
 //! loop recycles them ([`HandlePool`]): when it lets go of a handle nobody
 //! else holds, the handle is emptied and reused by a later `call_soon`,
-//! skipping allocation, the cycle collector's bookkeeping and PyO3's
-//! freelist lock. While queued they are also kept off the collector's lists
-//! ([`untrack_while_queued`]).
+//! skipping allocation and the cycle collector's bookkeeping. While queued
+//! they are also kept off the collector's lists ([`untrack_while_queued`]).
 
 use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
