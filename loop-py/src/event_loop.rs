@@ -390,7 +390,7 @@ impl Loop {
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
         write: bool,
-    ) -> PyResult<()> {
+    ) -> PyResult<Py<Handle>> {
         let this = slf.get();
         this.check_closed()?;
         let fd = fileobj_to_fd(fd)?;
@@ -402,6 +402,7 @@ impl Loop {
             debug: this.is_debug(),
         }
         .build()?;
+        let registered = handle.clone_ref(slf.py());
         let replaced = {
             let mut st = this.state()?;
             match st.reactor.get_mut(fd) {
@@ -439,7 +440,7 @@ impl Loop {
         if let Some(old) = replaced {
             cancel_handle(old.bind(slf.py()))?;
         }
-        Ok(())
+        Ok(registered)
     }
 
     fn remove_fd_callback(
@@ -914,7 +915,7 @@ impl Loop {
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
     ) -> PyResult<()> {
-        Loop::add_fd_callback(slf, fd, callback, args, false)
+        Loop::add_fd_callback(slf, fd, callback, args, false).map(drop)
     }
 
     #[pyo3(signature = (fd, callback, *args))]
@@ -924,6 +925,29 @@ impl Loop {
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
     ) -> PyResult<()> {
+        Loop::add_fd_callback(slf, fd, callback, args, true).map(drop)
+    }
+
+    /// `add_reader` returning the registered handle (asyncio's private
+    /// `_add_reader`), so a waiter can tell whether it was replaced.
+    #[pyo3(signature = (fd, callback, *args))]
+    fn _add_reader(
+        slf: &Bound<'_, Self>,
+        fd: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+    ) -> PyResult<Py<Handle>> {
+        Loop::add_fd_callback(slf, fd, callback, args, false)
+    }
+
+    /// `add_writer` returning the registered handle.
+    #[pyo3(signature = (fd, callback, *args))]
+    fn _add_writer(
+        slf: &Bound<'_, Self>,
+        fd: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+    ) -> PyResult<Py<Handle>> {
         Loop::add_fd_callback(slf, fd, callback, args, true)
     }
 

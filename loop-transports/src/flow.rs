@@ -123,7 +123,10 @@ mod tests {
             assert!(matches!(err, Error::InvalidWaterMarks { .. }), "{err:?}");
         }
         let err = WaterMarks::new(Some(-1), None).unwrap_err();
-        assert_eq!(err.to_string(), "high (-1) must be >= low (-1) must be >= 0");
+        assert_eq!(
+            err.to_string(),
+            "high (-1) must be >= low (-1) must be >= 0"
+        );
     }
 
     #[test]

@@ -1,1 +1,65 @@
-//! placeholder
+//! ferroloop's transports: sockets, listeners, datagrams and pipes over
+//! non-blocking fds, with no Python in them.
+//!
+//! # Sans-callback cores
+//!
+//! [`StreamCore`], [`ListenerCore`] and [`DatagramCore`] are state machines
+//! around one fd. Each method performs the syscalls it needs and *returns*
+//! what happened, never calling user code:
+//!
+//! ```text
+//!  reactor readiness ──► core.on_writable() / core.read()…  ──► data, EOF
+//!  transport.write() ──► core.write()                        ──► queued events
+//!                                                              (pause/resume
+//!                                                               writing, lost)
+//!  caller: deliver data and events to the protocol (core not borrowed),
+//!          then register core.interest() with the reactor
+//! ```
+//!
+//! So a protocol may call `write`/`close`/`pause_reading` re-entrantly from
+//! inside `data_received` (as asyncio protocols do): the caller is not
+//! holding the core when the protocol runs. `loop-py` wraps the cores as
+//! Python transports that way; the [`Driver`] does the same for Rust
+//! [`StreamProtocol`]s on a loop-core [`Reactor`](loop_core::reactor::Reactor)
+//! and is what the tests use.
+//!
+//! # Who closes an fd
+//!
+//! Cores hold an [`IoFd`]. [`IoFd::owned`] (sockets made by [`socket`],
+//! accepted connections, [`pipe::pipe`]) closes the fd when the core's
+//! `close_fd` is called or the core is dropped. [`IoFd::borrow_raw`]
+//! (`unsafe`) adopts an fd someone else owns, such as the Python `socket`
+//! passed as `sock=`: the core never closes it, and its owner must keep it
+//! open for the core's lifetime. In both cases losing the connection does
+//! **not** close the fd: the caller deregisters it from the reactor first,
+//! so a reused fd number can never inherit the old registration, then
+//! closes it (`close_fd`, drop, or the owner's own `close()`).
+
+#![cfg(unix)]
+
+pub mod connection;
+pub mod datagram;
+pub mod driver;
+pub mod error;
+pub mod fd;
+pub mod flow;
+pub mod listener;
+pub mod pipe;
+pub mod protocol;
+pub mod socket;
+pub mod stream;
+mod sys;
+pub mod write_buf;
+
+pub use connection::Transport;
+pub use datagram::{DatagramConfig, DatagramCore, DatagramEvent, Recv, Send};
+pub use driver::{Driver, ListenerId};
+pub use error::{Error, Op};
+pub use fd::IoFd;
+pub use flow::WaterMarks;
+pub use listener::{AcceptStop, Accepted, ListenerCore};
+pub use protocol::StreamProtocol;
+pub use stream::{
+    Read, ReadInto, StreamConfig, StreamCore, StreamEvent, StreamKind, StreamStats, Write,
+};
+pub use write_buf::Chunk;

@@ -165,7 +165,9 @@ pub fn unix_listen(addr: &UnixAddr, backlog: i32) -> Result<OwnedFd, Error> {
     socket
         .bind(&addr.to_sockaddr()?)
         .map_err(|e| Error::os(Op::Bind, e))?;
-    socket.listen(backlog).map_err(|e| Error::os(Op::Listen, e))?;
+    socket
+        .listen(backlog)
+        .map_err(|e| Error::os(Op::Listen, e))?;
     Ok(socket.into())
 }
 

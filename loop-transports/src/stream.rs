@@ -219,13 +219,23 @@ impl StreamCore {
     /// The read end of a pipe (or a socket or character device used as one).
     pub fn read_pipe(fd: IoFd, config: &StreamConfig) -> Result<StreamCore, Error> {
         crate::pipe::prepare_pipe_fd(&fd)?;
-        Ok(StreamCore::new(fd, StreamKind::ReadPipe, State::Open, config))
+        Ok(StreamCore::new(
+            fd,
+            StreamKind::ReadPipe,
+            State::Open,
+            config,
+        ))
     }
 
     /// The write end of a pipe (or a socket or character device used as one).
     pub fn write_pipe(fd: IoFd, config: &StreamConfig) -> Result<StreamCore, Error> {
         crate::pipe::prepare_pipe_fd(&fd)?;
-        Ok(StreamCore::new(fd, StreamKind::WritePipe, State::Open, config))
+        Ok(StreamCore::new(
+            fd,
+            StreamKind::WritePipe,
+            State::Open,
+            config,
+        ))
     }
 
     /// The fd number (still reported after `close_fd`, for bookkeeping).

@@ -24,6 +24,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from . import _native
 from ._signals import SignalHandlers
+from ._sockets import SocketOps
 
 logger = logging.getLogger("asyncio")
 
@@ -49,7 +50,7 @@ def _run_until_complete_cb(fut: asyncio.Future[Any]) -> None:
     futures._get_loop(fut).stop()
 
 
-class Loop(_native.Loop, asyncio.AbstractEventLoop):
+class Loop(_native.Loop, SocketOps, asyncio.AbstractEventLoop):
     """A ferroloop event loop; use it wherever an asyncio loop is expected."""
 
     def __init__(self) -> None:
@@ -350,15 +351,6 @@ NOT_IMPLEMENTED = (
     "connect_write_pipe",
     "subprocess_shell",
     "subprocess_exec",
-    "sock_recv",
-    "sock_recv_into",
-    "sock_recvfrom",
-    "sock_recvfrom_into",
-    "sock_sendall",
-    "sock_sendto",
-    "sock_connect",
-    "sock_accept",
-    "sock_sendfile",
 )
 
 for _name in NOT_IMPLEMENTED:
