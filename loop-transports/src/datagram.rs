@@ -215,7 +215,7 @@ impl DatagramCore {
         if let (Some(peer), Some(addr)) = (&self.peer, addr) {
             if addr != peer {
                 return Err(Error::AddressMismatch {
-                    expected: peer.clone(),
+                    expected: Box::new(peer.clone()),
                 });
             }
         }

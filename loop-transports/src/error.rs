@@ -77,7 +77,7 @@ pub enum Error {
     /// `sendto` with an address other than the one the socket is connected
     /// to (asyncio raises `ValueError`).
     #[error("Invalid address: must be None or {expected:?}")]
-    AddressMismatch { expected: socket2::SockAddr },
+    AddressMismatch { expected: Box<socket2::SockAddr> },
     /// The fd is not a pipe, socket or character device.
     #[error("fd {fd} is not a pipe, socket or character device")]
     UnsupportedFd { fd: i32 },

@@ -493,3 +493,30 @@ fn owned_chunks_are_written_intact() {
     want.extend_from_slice(b"static tail");
     assert!(got == want);
 }
+
+#[test]
+fn adopted_socket_is_borrowed_nonblocking_and_nodelay() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (accepted, _) = listener.accept().unwrap();
+    assert!(!SockRef::from(&accepted).tcp_nodelay().unwrap());
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&accepted);
+    {
+        // SAFETY: `accepted` outlives the core and is closed by its owner.
+        let fd = unsafe { IoFd::borrow_raw(raw) };
+        let mut core = StreamCore::socket(fd, &StreamConfig::default()).unwrap();
+        assert!(SockRef::from(&accepted).tcp_nodelay().unwrap());
+        assert!(SockRef::from(&accepted).nonblocking().unwrap());
+        core.write(b"from core").unwrap();
+        core.close();
+        assert!(matches!(core.next_event(), Some(StreamEvent::Closed(None))));
+        core.close_fd();
+    }
+    // The owner's socket is still open and usable.
+    (&accepted).write_all(b", then owner").unwrap();
+    drop(accepted);
+    client.set_read_timeout(Some(LIMIT)).unwrap();
+    let mut got = String::new();
+    client.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "from core, then owner");
+}

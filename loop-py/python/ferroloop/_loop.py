@@ -25,6 +25,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 from . import _native
 from ._signals import SignalHandlers
 from ._sockets import SocketOps
+from ._streams import StreamOps
 
 logger = logging.getLogger("asyncio")
 
@@ -50,7 +51,7 @@ def _run_until_complete_cb(fut: asyncio.Future[Any]) -> None:
     futures._get_loop(fut).stop()
 
 
-class Loop(_native.Loop, SocketOps, asyncio.AbstractEventLoop):
+class Loop(_native.Loop, StreamOps, SocketOps, asyncio.AbstractEventLoop):
     """A ferroloop event loop; use it wherever an asyncio loop is expected."""
 
     def __init__(self) -> None:
@@ -62,6 +63,9 @@ class Loop(_native.Loop, SocketOps, asyncio.AbstractEventLoop):
         self._asyncgens_shutdown_called = False
         self._signal_handlers = SignalHandlers(self)
         self._thread_id: int | None = None
+        #: fd -> live stream transport (asyncio's ``_transports``), so fd
+        #: callbacks cannot be added behind a transport's back.
+        self._transports: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         self._coroutine_origin_tracking_enabled = False
         self._coroutine_origin_tracking_saved_depth: int | None = None
         self.set_debug(_debug_from_environment())
@@ -156,6 +160,27 @@ class Loop(_native.Loop, SocketOps, asyncio.AbstractEventLoop):
         else:
             sys.set_coroutine_origin_tracking_depth(self._coroutine_origin_tracking_saved_depth or 0)
         self._coroutine_origin_tracking_enabled = enabled
+
+    # -- fd callbacks (public ones refuse fds a transport owns) -------------------
+
+    _remove_reader = _native.Loop.remove_reader
+    _remove_writer = _native.Loop.remove_writer
+
+    def add_reader(self, fd: Any, callback: Callable[..., object], *args: Any) -> None:
+        self._ensure_fd_no_transport(fd)
+        self._add_reader(fd, callback, *args)
+
+    def add_writer(self, fd: Any, callback: Callable[..., object], *args: Any) -> None:
+        self._ensure_fd_no_transport(fd)
+        self._add_writer(fd, callback, *args)
+
+    def remove_reader(self, fd: Any) -> bool:
+        self._ensure_fd_no_transport(fd)
+        return self._remove_reader(fd)
+
+    def remove_writer(self, fd: Any) -> bool:
+        self._ensure_fd_no_transport(fd)
+        return self._remove_writer(fd)
 
     # -- asyncgens ---------------------------------------------------------
 
@@ -339,13 +364,6 @@ def _not_implemented(name: str) -> Callable[..., Any]:
 
 #: asyncio methods that need transports; listed in the README.
 NOT_IMPLEMENTED = (
-    "create_connection",
-    "create_server",
-    "sendfile",
-    "start_tls",
-    "create_unix_connection",
-    "create_unix_server",
-    "connect_accepted_socket",
     "create_datagram_endpoint",
     "connect_read_pipe",
     "connect_write_pipe",

@@ -62,6 +62,7 @@ class SocketOps:
         loop: Any = self
         fut = loop.create_future()
         fd = sock.fileno()
+        loop._ensure_fd_no_transport(fd)
         register = loop._add_writer if write else loop._add_reader
         handle = register(fd, step, fut, *args)
         fut.add_done_callback(functools.partial(self._sock_done, fd, write, handle))
@@ -71,7 +72,7 @@ class SocketOps:
         # A cancelled handle was replaced by a later waiter on the same fd.
         if not handle.cancelled():
             loop: Any = self
-            (loop.remove_writer if write else loop.remove_reader)(fd)
+            (loop._remove_writer if write else loop._remove_reader)(fd)
 
     @staticmethod
     def _sock_retry(fut: asyncio.Future[Any], sock: socket.socket, method: str, *args: Any) -> None:
@@ -204,13 +205,13 @@ class SocketOps:
         _check_socket(self, sock)
         _check_sendfile_params(sock, file, offset, count)
         try:
-            return await self._sendfile_native(sock, file, offset, count)
+            return await self._sock_sendfile_native(sock, file, offset, count)
         except exceptions.SendfileNotAvailableError:
             if not fallback:
                 raise
-        return await self._sendfile_fallback(sock, file, offset, count)
+        return await self._sock_sendfile_fallback(sock, file, offset, count)
 
-    async def _sendfile_native(self, sock: socket.socket, file: Any, offset: int, count: int | None) -> int:
+    async def _sock_sendfile_native(self, sock: socket.socket, file: Any, offset: int, count: int | None) -> int:
         if not hasattr(os, "sendfile"):
             raise exceptions.SendfileNotAvailableError("os.sendfile() is not available")
         try:
@@ -254,7 +255,7 @@ class SocketOps:
         if not fut.done():
             fut.set_result(None)
 
-    async def _sendfile_fallback(self, sock: socket.socket, file: Any, offset: int, count: int | None) -> int:
+    async def _sock_sendfile_fallback(self, sock: socket.socket, file: Any, offset: int, count: int | None) -> int:
         if offset:
             file.seek(offset)
         block = min(count, _SENDFILE_BLOCK) if count else _SENDFILE_BLOCK

@@ -33,14 +33,15 @@ impl Log {
 }
 
 pub type Hook = Box<dyn FnMut(&[u8], &Transport)>;
+pub type TransportHook = Box<dyn FnMut(&Transport)>;
 
 /// A protocol that records every callback, with optional behaviour.
 pub struct Recorder {
     pub log: Rc<RefCell<Log>>,
     pub keep_open_on_eof: bool,
     pub on_data: Option<Hook>,
-    pub on_eof: Option<Box<dyn FnMut(&Transport)>>,
-    pub on_resume: Option<Box<dyn FnMut(&Transport)>>,
+    pub on_eof: Option<TransportHook>,
+    pub on_resume: Option<TransportHook>,
 }
 
 impl Recorder {

@@ -1,0 +1,428 @@
+"""The stream transport for sockets: asyncio's ``Transport`` contract over
+the loop's fd callbacks.
+
+``connection_made`` → ``data_received``* (or ``get_buffer``/``buffer_updated``
+for a ``BufferedProtocol``) → ``eof_received`` → ``connection_lost``, with
+writes attempted at once and only the remainder buffered, flow control at
+the high/low water marks, half-close and orderly close after the buffer
+drains. Written in Python first, for asyncio-exact behaviour (TLS runs
+through the stdlib's ``SSLProtocol`` on top of it); the native stream core in
+``loop-transports`` is meant to take over the data path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import warnings
+from asyncio import constants, trsock
+from typing import Any
+
+logger = logging.getLogger("asyncio")
+
+#: Bytes read per readiness event (asyncio's max_size).
+READ_SIZE = 256 * 1024
+#: After this many writes to a lost connection, warn (asyncio's threshold).
+LOG_THRESHOLD_FOR_CONNLOST_WRITES = 5
+_WOULD_BLOCK = (BlockingIOError, InterruptedError)
+
+
+def set_nodelay(sock: socket.socket) -> None:
+    """TCP_NODELAY on TCP stream sockets, as asyncio does."""
+    if (
+        hasattr(socket, "TCP_NODELAY")
+        and sock.family in (socket.AF_INET, socket.AF_INET6)
+        and sock.type == socket.SOCK_STREAM
+        and sock.proto == socket.IPPROTO_TCP
+    ):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def _attach(server: Any, transport: Any) -> None:
+    # asyncio's Server tracks its transports from 3.13 on.
+    try:
+        server._attach(transport)
+    except TypeError:
+        server._attach()
+
+
+def _detach(server: Any, transport: Any) -> None:
+    try:
+        server._detach(transport)
+    except TypeError:
+        server._detach()
+
+
+class SocketTransport(asyncio.Transport):
+    """A connected stream socket (TCP or Unix) as an asyncio transport."""
+
+    _start_tls_compatible = True
+    _sendfile_compatible = constants._SendfileMode.TRY_NATIVE
+
+    def __init__(self, loop: Any, sock: socket.socket, protocol: asyncio.BaseProtocol,
+                 waiter: asyncio.Future[Any] | None = None, extra: dict[str, Any] | None = None,
+                 server: Any = None) -> None:
+        super().__init__(extra)
+        self._extra["socket"] = trsock.TransportSocket(sock)
+        try:
+            self._extra["sockname"] = sock.getsockname()
+        except OSError:
+            self._extra["sockname"] = None
+        if "peername" not in self._extra:
+            try:
+                self._extra["peername"] = sock.getpeername()
+            except OSError:
+                self._extra["peername"] = None
+        self._loop = loop
+        self._sock: socket.socket | None = sock
+        self._sock_fd = sock.fileno()
+        self._protocol: Any = None
+        self._protocol_connected = False
+        self.set_protocol(protocol)
+        self._server = server
+        self._buffer = bytearray()
+        self._conn_lost = 0
+        self._closing = False
+        self._paused = False
+        self._eof = False
+        self._empty_waiter: asyncio.Future[None] | None = None
+        self._protocol_paused = False
+        self._high_water = 64 * 1024
+        self._low_water = 16 * 1024
+        if server is not None:
+            _attach(server, self)
+        loop._transports[self._sock_fd] = self
+        set_nodelay(sock)
+        loop.call_soon(self._protocol.connection_made, self)
+        loop.call_soon(self._add_reader)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_cancelled, waiter, None)
+
+    def __repr__(self) -> str:
+        info = [type(self).__name__]
+        if self._sock is None:
+            info.append("closed")
+        elif self._closing:
+            info.append("closing")
+        info.append(f"fd={self._sock_fd}")
+        if self._sock is not None and not self._closing:
+            info.append("read=" + ("polling" if self.is_reading() else "idle"))
+            info.append(f"write=<{'polling' if self._buffer else 'idle'}, bufsize={len(self._buffer)}>")
+        return "<{}>".format(" ".join(info))
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if self._sock is not None:
+            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
+            self._sock.close()
+
+    # -- protocol ------------------------------------------------------------------
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        if isinstance(protocol, asyncio.BufferedProtocol):
+            self._read_ready = self._read_ready_into_buffer
+        else:
+            self._read_ready = self._read_ready_data
+        self._protocol = protocol
+        self._protocol_connected = True
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._protocol
+
+    # -- reading -------------------------------------------------------------------
+
+    def _add_reader(self) -> None:
+        if self.is_reading():
+            self._loop._add_reader(self._sock_fd, self._read_ready_event)
+
+    def _read_ready_event(self) -> None:
+        # The reader is registered once; set_protocol may switch modes later.
+        self._read_ready()
+
+    def is_reading(self) -> bool:
+        return not self._paused and not self._closing
+
+    def pause_reading(self) -> None:
+        if not self.is_reading():
+            return
+        self._paused = True
+        self._loop._remove_reader(self._sock_fd)
+        if self._loop.get_debug():
+            logger.debug("%r pauses reading", self)
+
+    def resume_reading(self) -> None:
+        if self._closing or not self._paused:
+            return
+        self._paused = False
+        self._add_reader()
+        if self._loop.get_debug():
+            logger.debug("%r resumes reading", self)
+
+    def _read_ready_data(self) -> None:
+        if self._conn_lost:
+            return
+        try:
+            data = self._sock.recv(READ_SIZE)  # type: ignore[union-attr]
+        except _WOULD_BLOCK:
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal read error on socket transport")
+            return
+        if not data:
+            self._on_eof()
+            return
+        try:
+            self._protocol.data_received(data)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal error: protocol.data_received() call failed.")
+
+    def _read_ready_into_buffer(self) -> None:
+        if self._conn_lost:
+            return
+        try:
+            buf = self._protocol.get_buffer(-1)
+            if not len(buf):
+                raise RuntimeError("get_buffer() returned an empty buffer")
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal error: protocol.get_buffer() call failed.")
+            return
+        try:
+            nbytes = self._sock.recv_into(buf)  # type: ignore[union-attr]
+        except _WOULD_BLOCK:
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal read error on socket transport")
+            return
+        if not nbytes:
+            self._on_eof()
+            return
+        try:
+            self._protocol.buffer_updated(nbytes)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal error: protocol.buffer_updated() call failed.")
+
+    def _on_eof(self) -> None:
+        if self._loop.get_debug():
+            logger.debug("%r received EOF", self)
+        try:
+            keep_open = self._protocol.eof_received()
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal error: protocol.eof_received() call failed.")
+            return
+        if keep_open:
+            # Half-closed: nothing more to read, writing goes on.
+            self._loop._remove_reader(self._sock_fd)
+        else:
+            self.close()
+
+    # -- writing -------------------------------------------------------------------
+
+    def write(self, data: Any) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data argument must be a bytes-like object, not {type(data).__name__!r}")
+        if self._eof:
+            raise RuntimeError("Cannot call write() after write_eof()")
+        if self._empty_waiter is not None:
+            raise RuntimeError("unable to write; sendfile is in progress")
+        if not data:
+            return
+        if self._conn_lost:
+            if self._conn_lost >= LOG_THRESHOLD_FOR_CONNLOST_WRITES:
+                logger.warning("socket.send() raised exception.")
+            self._conn_lost += 1
+            return
+        if not self._buffer:
+            try:
+                sent = self._sock.send(data)  # type: ignore[union-attr]
+            except _WOULD_BLOCK:
+                sent = 0
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                self._fatal_error(exc, "Fatal write error on socket transport")
+                return
+            data = memoryview(data).cast("B")[sent:]
+            if not data:
+                return
+            self._loop._add_writer(self._sock_fd, self._write_ready)
+        self._buffer += data
+        self._maybe_pause_protocol()
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.write(b"".join(list_of_data))
+
+    def _write_ready(self) -> None:
+        if self._conn_lost or not self._buffer:
+            return
+        try:
+            sent = self._sock.send(self._buffer)  # type: ignore[union-attr]
+        except _WOULD_BLOCK:
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._loop._remove_writer(self._sock_fd)
+            self._buffer.clear()
+            self._fatal_error(exc, "Fatal write error on socket transport")
+            if self._empty_waiter is not None:
+                self._empty_waiter.set_exception(exc)
+            return
+        if sent:
+            del self._buffer[:sent]
+        self._maybe_resume_protocol()
+        if self._buffer:
+            return
+        self._loop._remove_writer(self._sock_fd)
+        if self._empty_waiter is not None:
+            self._empty_waiter.set_result(None)
+        if self._closing:
+            self._call_connection_lost(None)
+        elif self._eof:
+            self._sock.shutdown(socket.SHUT_WR)  # type: ignore[union-attr]
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        if self._closing or self._eof:
+            return
+        self._eof = True
+        if not self._buffer:
+            self._sock.shutdown(socket.SHUT_WR)  # type: ignore[union-attr]
+
+    def get_write_buffer_size(self) -> int:
+        return len(self._buffer)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return (self._low_water, self._high_water)
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        if high is None:
+            high = 64 * 1024 if low is None else 4 * low
+        if low is None:
+            low = high // 4
+        if not high >= low >= 0:
+            raise ValueError(f"high ({high!r}) must be >= low ({low!r}) must be >= 0")
+        self._high_water = high
+        self._low_water = low
+        self._maybe_pause_protocol()
+
+    def _maybe_pause_protocol(self) -> None:
+        if self.get_write_buffer_size() <= self._high_water or self._protocol_paused:
+            return
+        self._protocol_paused = True
+        try:
+            self._protocol.pause_writing()
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._loop.call_exception_handler({
+                "message": "protocol.pause_writing() failed",
+                "exception": exc,
+                "transport": self,
+                "protocol": self._protocol,
+            })
+
+    def _maybe_resume_protocol(self) -> None:
+        if not self._protocol_paused or self.get_write_buffer_size() > self._low_water:
+            return
+        self._protocol_paused = False
+        try:
+            self._protocol.resume_writing()
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._loop.call_exception_handler({
+                "message": "protocol.resume_writing() failed",
+                "exception": exc,
+                "transport": self,
+                "protocol": self._protocol,
+            })
+
+    def _make_empty_waiter(self) -> asyncio.Future[None]:
+        """For sendfile: a future done when the write buffer has drained."""
+        if self._empty_waiter is not None:
+            raise RuntimeError("Empty waiter is already set")
+        self._empty_waiter = self._loop.create_future()
+        if not self._buffer:
+            self._empty_waiter.set_result(None)
+        return self._empty_waiter
+
+    def _reset_empty_waiter(self) -> None:
+        self._empty_waiter = None
+
+    # -- closing -------------------------------------------------------------------
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._loop._remove_reader(self._sock_fd)
+        if not self._buffer:
+            self._conn_lost += 1
+            self._loop._remove_writer(self._sock_fd)
+            self._loop.call_soon(self._call_connection_lost, None)
+
+    def abort(self) -> None:
+        self._force_close(None)
+
+    def _fatal_error(self, exc: BaseException, message: str = "Fatal error on transport") -> None:
+        if isinstance(exc, OSError):
+            # Resets and broken pipes are the peer's doing: not the loop's news.
+            if self._loop.get_debug():
+                logger.debug("%r: %s", self, message, exc_info=True)
+        else:
+            self._loop.call_exception_handler({
+                "message": message,
+                "exception": exc,
+                "transport": self,
+                "protocol": self._protocol,
+            })
+        self._force_close(exc)
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        if self._conn_lost:
+            return
+        if self._buffer:
+            self._buffer.clear()
+            self._loop._remove_writer(self._sock_fd)
+        if not self._closing:
+            self._closing = True
+            self._loop._remove_reader(self._sock_fd)
+        self._conn_lost += 1
+        self._loop.call_soon(self._call_connection_lost, exc)
+
+    def _call_connection_lost(self, exc: BaseException | None) -> None:
+        try:
+            if self._protocol_connected:
+                self._protocol.connection_lost(exc)
+        finally:
+            if self._sock is not None:
+                self._loop._transports.pop(self._sock_fd, None)
+                self._sock.close()
+                self._sock = None
+            self._protocol = None
+            server = self._server
+            if server is not None:
+                _detach(server, self)
+                self._server = None
+
+
+def _set_result_unless_cancelled(fut: asyncio.Future[Any], result: Any) -> None:
+    if not fut.cancelled():
+        fut.set_result(result)
