@@ -45,7 +45,10 @@ pub fn ensure() -> Result<Venv, String> {
         cmd::run(cmd::new(venv.python()).args(["-m", "pip", "install", "-q", "--upgrade", "pip"]))?;
     }
     let missing = cmd::new(venv.python())
-        .args(["-c", "import maturin, pytest, pytest_timeout, anyio"])
+        .args([
+            "-c",
+            "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp",
+        ])
         .output()
         .map(|o| !o.status.success())
         .unwrap_or(true);
