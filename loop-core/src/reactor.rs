@@ -91,6 +91,9 @@ impl<S> Reactor<S> {
     /// Any earlier registration of the same fd number is replaced and its
     /// data returned (for the caller to drop outside its own borrows).
     ///
+    /// Only an fd with some interest is in the kernel's set (see
+    /// [`set_interest`](Self::set_interest)).
+    ///
     /// The caller should [`deregister`](Self::deregister) before closing
     /// `fd`. If it does not (a Python user closing a socket that still has a
     /// reader), the kernel drops the registration when the file closes and
@@ -99,18 +102,8 @@ impl<S> Reactor<S> {
         let index = usize::try_from(fd).map_err(|_| Error::InvalidFd(fd))?;
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1).max(1);
-        let k = key(fd, generation);
-        // SAFETY: see this method's doc: a registration that outlives its fd
-        // is tolerated by the kernel and filtered by generation here.
-        let added = unsafe { self.poller.add(fd, k, interest) };
-        match added {
-            Ok(()) => {}
-            // Same open file still registered (closed and reopened between a
-            // deregister that failed and now): take it over.
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                self.poller.modify(fd, k, interest)?
-            }
-            Err(e) => return Err(e.into()),
+        if !interest.is_empty() {
+            self.arm(fd, key(fd, generation), interest)?;
         }
         if self.sources.len() <= index {
             self.sources.resize_with(index + 1, || None);
@@ -126,6 +119,21 @@ impl<S> Reactor<S> {
         Ok(old.map(|s| s.data))
     }
 
+    /// Put `fd` in the kernel's set under key `k`.
+    fn arm(&self, fd: RawFd, k: u64, interest: Interest) -> Result<(), Error> {
+        // SAFETY: see `register`'s doc: a registration that outlives its fd
+        // is tolerated by the kernel and filtered by generation here.
+        match unsafe { self.poller.add(fd, k, interest) } {
+            Ok(()) => Ok(()),
+            // Same open file still registered (closed and reopened between a
+            // deregister that failed and now): take it over.
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                Ok(self.poller.modify(fd, k, interest)?)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Change what a registered fd is watched for.
     pub fn set_interest(&mut self, fd: RawFd, interest: Interest) -> Result<(), Error> {
         let Some(source) = self.get(fd) else {
@@ -135,15 +143,25 @@ impl<S> Reactor<S> {
             return Ok(());
         }
         let k = key(fd, source.generation);
-        match self.poller.modify(fd, k, interest) {
-            Ok(()) => {}
-            // The fd was closed and its number reopened without telling us:
-            // the kernel forgot it, so add it again.
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                // SAFETY: as in `register`.
-                unsafe { self.poller.add(fd, k, interest) }?
+        match (source.interest.is_empty(), interest.is_empty()) {
+            (true, true) => {}
+            (true, false) => self.arm(fd, k, interest)?,
+            // An fd with no interest leaves the kernel's set: epoll reports
+            // hang-ups and errors whatever the mask, and a hung-up fd nobody
+            // waits on would end every poll at once.
+            (false, true) => {
+                let _ = self.poller.delete(fd);
             }
-            Err(e) => return Err(e.into()),
+            (false, false) => match self.poller.modify(fd, k, interest) {
+                Ok(()) => {}
+                // The fd was closed and its number reopened without telling
+                // us: the kernel forgot it, so add it again.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    // SAFETY: as in `register`.
+                    unsafe { self.poller.add(fd, k, interest) }?
+                }
+                Err(e) => return Err(e.into()),
+            },
         }
         if let Some(source) = self.get_mut(fd) {
             source.interest = interest;
@@ -156,7 +174,9 @@ impl<S> Reactor<S> {
     pub fn deregister(&mut self, fd: RawFd) -> Option<S> {
         let source = self.sources.get_mut(usize::try_from(fd).ok()?)?.take()?;
         self.live -= 1;
-        let _ = self.poller.delete(fd);
+        if !source.interest.is_empty() {
+            let _ = self.poller.delete(fd);
+        }
         Some(source.data)
     }
 
@@ -174,7 +194,9 @@ impl<S> Reactor<S> {
         for (index, slot) in self.sources.iter_mut().enumerate() {
             if let Some(source) = slot.take() {
                 let fd = index as RawFd;
-                let _ = self.poller.delete(fd);
+                if !source.interest.is_empty() {
+                    let _ = self.poller.delete(fd);
+                }
                 out.push((fd, source.data));
             }
         }
@@ -216,7 +238,7 @@ impl<S> Reactor<S> {
     pub fn reinit_after_fork(&mut self) -> Result<(), Error> {
         self.poller.reinit()?;
         for (index, slot) in self.sources.iter().enumerate() {
-            if let Some(source) = slot {
+            if let Some(source) = slot.as_ref().filter(|s| !s.interest.is_empty()) {
                 let fd = index as RawFd;
                 // SAFETY: as in `register`. An fd closed in the meantime fails
                 // with EBADF and stays in the table until deregistered.
@@ -328,6 +350,31 @@ mod tests {
         assert!(wait.woken);
         assert!(start.elapsed() < std::time::Duration::from_secs(5));
         t.join().unwrap();
+    }
+
+    #[test]
+    fn a_hung_up_fd_without_interest_does_not_end_polls() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut reactor = Reactor::new().unwrap();
+        reactor
+            .register(a.as_raw_fd(), Interest::READABLE, ())
+            .unwrap();
+        reactor.set_interest(a.as_raw_fd(), Interest::NONE).unwrap();
+        drop(b); // the peer hangs up: epoll would report EPOLLHUP forever
+        let start = std::time::Instant::now();
+        let mut out = Vec::new();
+        let wait = reactor.poll(60, &mut out).unwrap();
+        assert!(out.is_empty());
+        assert!(!wait.woken || cfg!(ferroloop_force_polling));
+        assert!(
+            start.elapsed() >= std::time::Duration::from_millis(50),
+            "the poll waited instead of returning at once"
+        );
+        // Interest again: the hang-up is reported as readable.
+        reactor
+            .set_interest(a.as_raw_fd(), Interest::READABLE)
+            .unwrap();
+        assert_eq!(poll_now(&mut reactor).len(), 1);
     }
 
     #[test]
