@@ -24,19 +24,15 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from . import _native
 from ._signals import SignalHandlers
+from ._datagram import DatagramOps
+from ._pipes import PipeOps
 from ._sockets import SocketOps
 from ._streams import StreamOps
+from ._subprocess import SubprocessOps
 
 logger = logging.getLogger("asyncio")
 
 _T = TypeVar("_T")
-
-#: Where a not-yet-implemented method is documented.
-_TRANSPORTS_NOTE = (
-    "is not implemented by ferroloop yet (transports arrive in a later "
-    "release; see 'Differences from asyncio' in the README)"
-)
-
 
 def _debug_from_environment() -> bool:
     return bool(sys.flags.dev_mode or (not sys.flags.ignore_environment and os.environ.get("PYTHONASYNCIODEBUG")))
@@ -51,7 +47,7 @@ def _run_until_complete_cb(fut: asyncio.Future[Any]) -> None:
     futures._get_loop(fut).stop()
 
 
-class Loop(_native.Loop, StreamOps, SocketOps, asyncio.AbstractEventLoop):
+class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketOps, asyncio.AbstractEventLoop):
     """A ferroloop event loop; use it wherever an asyncio loop is expected."""
 
     def __init__(self) -> None:
@@ -350,30 +346,6 @@ def _set_result_unless_done(fut: asyncio.Future[Any], result: Any) -> None:
 def _set_exception_unless_done(fut: asyncio.Future[Any], exc: BaseException) -> None:
     if not fut.done():
         fut.set_exception(exc)
-
-
-def _not_implemented(name: str) -> Callable[..., Any]:
-    def method(self: Loop, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"loop.{name}() {_TRANSPORTS_NOTE}")
-
-    method.__name__ = name
-    method.__qualname__ = f"Loop.{name}"
-    method.__doc__ = "Not implemented yet: raises NotImplementedError."
-    return method
-
-
-#: asyncio methods that need transports; listed in the README.
-NOT_IMPLEMENTED = (
-    "create_datagram_endpoint",
-    "connect_read_pipe",
-    "connect_write_pipe",
-    "subprocess_shell",
-    "subprocess_exec",
-)
-
-for _name in NOT_IMPLEMENTED:
-    setattr(Loop, _name, _not_implemented(_name))
-del _name
 
 
 # Loops alive in this process, for the fork hook.

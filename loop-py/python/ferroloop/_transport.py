@@ -19,6 +19,8 @@ import warnings
 from asyncio import constants, trsock
 from typing import Any
 
+from ._flow import FlowControl
+
 logger = logging.getLogger("asyncio")
 
 #: Bytes read per readiness event (asyncio's max_size).
@@ -54,7 +56,7 @@ def _detach(server: Any, transport: Any) -> None:
         server._detach()
 
 
-class SocketTransport(asyncio.Transport):
+class SocketTransport(FlowControl, asyncio.Transport):
     """A connected stream socket (TCP or Unix) as an asyncio transport."""
 
     _start_tls_compatible = True
@@ -87,9 +89,7 @@ class SocketTransport(asyncio.Transport):
         self._paused = False
         self._eof = False
         self._empty_waiter: asyncio.Future[None] | None = None
-        self._protocol_paused = False
-        self._high_water = 64 * 1024
-        self._low_water = 16 * 1024
+        self._init_flow_control()
         if server is not None:
             _attach(server, self)
         loop._transports[self._sock_fd] = self
@@ -304,52 +304,6 @@ class SocketTransport(asyncio.Transport):
 
     def get_write_buffer_size(self) -> int:
         return len(self._buffer)
-
-    def get_write_buffer_limits(self) -> tuple[int, int]:
-        return (self._low_water, self._high_water)
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        if high is None:
-            high = 64 * 1024 if low is None else 4 * low
-        if low is None:
-            low = high // 4
-        if not high >= low >= 0:
-            raise ValueError(f"high ({high!r}) must be >= low ({low!r}) must be >= 0")
-        self._high_water = high
-        self._low_water = low
-        self._maybe_pause_protocol()
-
-    def _maybe_pause_protocol(self) -> None:
-        if self.get_write_buffer_size() <= self._high_water or self._protocol_paused:
-            return
-        self._protocol_paused = True
-        try:
-            self._protocol.pause_writing()
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._loop.call_exception_handler({
-                "message": "protocol.pause_writing() failed",
-                "exception": exc,
-                "transport": self,
-                "protocol": self._protocol,
-            })
-
-    def _maybe_resume_protocol(self) -> None:
-        if not self._protocol_paused or self.get_write_buffer_size() > self._low_water:
-            return
-        self._protocol_paused = False
-        try:
-            self._protocol.resume_writing()
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._loop.call_exception_handler({
-                "message": "protocol.resume_writing() failed",
-                "exception": exc,
-                "transport": self,
-                "protocol": self._protocol,
-            })
 
     def _make_empty_waiter(self) -> asyncio.Future[None]:
         """For sendfile: a future done when the write buffer has drained."""

@@ -1,0 +1,309 @@
+"""UDP (and Unix datagram) endpoints: ``create_datagram_endpoint`` and its
+transport — sends tried at once and queued when the socket is full,
+``datagram_received``/``error_received`` on the protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import socket
+import stat
+import warnings
+from asyncio import trsock
+from typing import Any, Callable
+
+from ._flow import FlowControl
+from ._transport import LOG_THRESHOLD_FOR_CONNLOST_WRITES, _set_result_unless_cancelled
+
+logger = logging.getLogger("asyncio")
+
+#: Largest datagram read (asyncio's max_size).
+READ_SIZE = 256 * 1024
+_WOULD_BLOCK = (BlockingIOError, InterruptedError)
+
+
+class DatagramTransport(FlowControl, asyncio.DatagramTransport, asyncio.Transport):
+    """A datagram socket as an asyncio transport. Like asyncio's own, it is
+    also an ``asyncio.Transport`` (``isinstance`` checks in the wild)."""
+
+    def __init__(self, loop: Any, sock: socket.socket, protocol: Any, address: Any = None,
+                 waiter: Any = None, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(extra)
+        self._extra["socket"] = trsock.TransportSocket(sock)
+        try:
+            self._extra["sockname"] = sock.getsockname()
+        except OSError:
+            self._extra["sockname"] = None
+        if "peername" not in self._extra:
+            try:
+                self._extra["peername"] = sock.getpeername()
+            except OSError:
+                self._extra["peername"] = None
+        self._loop = loop
+        self._sock: socket.socket | None = sock
+        self._sock_fd = sock.fileno()
+        self._protocol = protocol
+        self._address = address
+        self._buffer: collections.deque[tuple[bytes, Any]] = collections.deque()
+        self._buffer_size = 0
+        self._conn_lost = 0
+        self._closing = False
+        self._paused = False
+        self._init_flow_control()
+        loop._transports[self._sock_fd] = self
+        loop.call_soon(protocol.connection_made, self)
+        loop.call_soon(self._add_reader)
+        if waiter is not None:
+            loop.call_soon(_set_result_unless_cancelled, waiter, None)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._sock is None else ("closing" if self._closing else "open")
+        return f"<{type(self).__name__} {state} fd={self._sock_fd}>"
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if self._sock is not None:
+            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
+            self._sock.close()
+
+    def set_protocol(self, protocol: Any) -> None:
+        self._protocol = protocol
+
+    def get_protocol(self) -> Any:
+        return self._protocol
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def get_write_buffer_size(self) -> int:
+        return self._buffer_size
+
+    # asyncio's datagram transport reads while open; the Python API for
+    # pausing it exists on the base class only for symmetry.
+    def _add_reader(self) -> None:
+        if not self._closing:
+            self._loop._add_reader(self._sock_fd, self._read_ready)
+
+    def _read_ready(self) -> None:
+        if self._conn_lost:
+            return
+        try:
+            data, addr = self._sock.recvfrom(READ_SIZE)  # type: ignore[union-attr]
+        except _WOULD_BLOCK:
+            return
+        except OSError as exc:
+            # ICMP errors (ECONNREFUSED on a connected socket) are news for
+            # the protocol, not the end of the endpoint.
+            self._protocol.error_received(exc)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            self._fatal_error(exc, "Fatal read error on datagram transport")
+        else:
+            self._protocol.datagram_received(data, addr)
+
+    def sendto(self, data: Any, addr: Any = None) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data argument must be a bytes-like object, not {type(data).__name__!r}")
+        if self._address:
+            if addr not in (None, self._address):
+                raise ValueError(f"Invalid address: must be None or {self._address}")
+            addr = self._address
+        if self._conn_lost and self._address:
+            if self._conn_lost >= LOG_THRESHOLD_FOR_CONNLOST_WRITES:
+                logger.warning("socket.send() raised exception.")
+            self._conn_lost += 1
+            return
+        if not self._buffer:
+            try:
+                if self._extra["peername"]:
+                    self._sock.send(data)  # type: ignore[union-attr]
+                else:
+                    self._sock.sendto(data, addr)  # type: ignore[union-attr]
+                return
+            except _WOULD_BLOCK:
+                self._loop._add_writer(self._sock_fd, self._sendto_ready)
+            except OSError as exc:
+                self._protocol.error_received(exc)
+                return
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                self._fatal_error(exc, "Fatal write error on datagram transport")
+                return
+        self._buffer.append((bytes(data), addr))
+        self._buffer_size += len(data)
+        self._maybe_pause_protocol()
+
+    def _sendto_ready(self) -> None:
+        while self._buffer:
+            data, addr = self._buffer.popleft()
+            self._buffer_size -= len(data)
+            try:
+                if self._extra["peername"]:
+                    self._sock.send(data)  # type: ignore[union-attr]
+                else:
+                    self._sock.sendto(data, addr)  # type: ignore[union-attr]
+            except _WOULD_BLOCK:
+                self._buffer.appendleft((data, addr))
+                self._buffer_size += len(data)
+                break
+            except OSError as exc:
+                self._protocol.error_received(exc)
+                return
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                self._fatal_error(exc, "Fatal write error on datagram transport")
+                return
+        self._maybe_resume_protocol()
+        if not self._buffer:
+            self._loop._remove_writer(self._sock_fd)
+            if self._closing:
+                self._call_connection_lost(None)
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._loop._remove_reader(self._sock_fd)
+        if not self._buffer:
+            self._conn_lost += 1
+            self._loop.call_soon(self._call_connection_lost, None)
+
+    def abort(self) -> None:
+        self._force_close(None)
+
+    def _fatal_error(self, exc: BaseException, message: str) -> None:
+        if isinstance(exc, OSError):
+            if self._loop.get_debug():
+                logger.debug("%r: %s", self, message, exc_info=True)
+        else:
+            self._loop.call_exception_handler({"message": message, "exception": exc, "transport": self, "protocol": self._protocol})
+        self._force_close(exc)
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        if self._conn_lost:
+            return
+        if self._buffer:
+            self._buffer.clear()
+            self._buffer_size = 0
+            self._loop._remove_writer(self._sock_fd)
+        if not self._closing:
+            self._closing = True
+            self._loop._remove_reader(self._sock_fd)
+        self._conn_lost += 1
+        self._loop.call_soon(self._call_connection_lost, exc)
+
+    def _call_connection_lost(self, exc: BaseException | None) -> None:
+        try:
+            self._protocol.connection_lost(exc)
+        finally:
+            if self._sock is not None:
+                self._loop._transports.pop(self._sock_fd, None)
+                self._sock.close()
+                self._sock = None
+            self._protocol = None
+
+
+class DatagramOps:
+    """``create_datagram_endpoint`` for ``Loop`` (a mixin)."""
+
+    async def create_datagram_endpoint(self, protocol_factory: Callable[[], Any], local_addr: Any = None,
+                                       remote_addr: Any = None, *, family: int = 0, proto: int = 0, flags: int = 0,
+                                       reuse_port: bool | None = None, allow_broadcast: bool | None = None,
+                                       sock: socket.socket | None = None) -> tuple[Any, Any]:
+        loop: Any = self
+        r_addr = None
+        if sock is not None:
+            if sock.type == socket.SOCK_STREAM:
+                raise ValueError(f"A UDP Socket was expected, got {sock!r}")
+            modifiers = {"local_addr": local_addr, "remote_addr": remote_addr, "family": family, "proto": proto,
+                         "flags": flags, "reuse_port": reuse_port, "allow_broadcast": allow_broadcast}
+            if any(modifiers.values()):
+                problems = ", ".join(f"{k}={v}" for k, v in modifiers.items() if v)
+                raise ValueError(f"socket modifier keyword arguments can not be used when sock is specified. ({problems})")
+            sock.setblocking(False)
+        else:
+            pairs = await self._datagram_address_pairs(local_addr, remote_addr, family, proto, flags)
+            errors: list[OSError] = []
+            for (fam, pro), (local_address, remote_address) in pairs:
+                candidate = None
+                try:
+                    candidate = socket.socket(family=fam, type=socket.SOCK_DGRAM, proto=pro)
+                    if reuse_port:
+                        if not hasattr(socket, "SO_REUSEPORT"):
+                            raise ValueError("reuse_port not supported by socket module")
+                        candidate.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                    if allow_broadcast:
+                        candidate.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+                    candidate.setblocking(False)
+                    if local_addr:
+                        candidate.bind(local_address)
+                    if remote_addr:
+                        if not allow_broadcast:
+                            await loop.sock_connect(candidate, remote_address)
+                        r_addr = remote_address
+                except OSError as exc:
+                    if candidate is not None:
+                        candidate.close()
+                    errors.append(exc)
+                except BaseException:
+                    if candidate is not None:
+                        candidate.close()
+                    raise
+                else:
+                    sock = candidate
+                    break
+            else:
+                raise errors[0]
+        protocol = protocol_factory()
+        waiter = loop.create_future()
+        transport = DatagramTransport(loop, sock, protocol, r_addr, waiter)
+        try:
+            await waiter
+        except BaseException:
+            transport.close()
+            raise
+        return transport, protocol
+
+    async def _datagram_address_pairs(self, local_addr: Any, remote_addr: Any, family: int, proto: int,
+                                      flags: int) -> list[Any]:
+        """(family, proto) → (local, remote) address pairs to try in turn."""
+        if not (local_addr or remote_addr):
+            if family == 0:
+                raise ValueError("unexpected address family")
+            return [((family, proto), (None, None))]
+        if hasattr(socket, "AF_UNIX") and family == socket.AF_UNIX:
+            for addr in (local_addr, remote_addr):
+                if addr is not None and not isinstance(addr, str):
+                    raise TypeError("string is expected")
+            if local_addr and local_addr[0] not in (0, "\x00"):
+                try:
+                    if stat.S_ISSOCK(os.stat(local_addr).st_mode):
+                        os.remove(local_addr)
+                except FileNotFoundError:
+                    pass
+                except OSError as err:
+                    logger.error("Unable to check or remove stale UNIX socket %r: %r", local_addr, err)
+            return [((family, proto), (local_addr, remote_addr))]
+        by_key: dict[tuple[int, int], list[Any]] = {}
+        for index, addr in ((0, local_addr), (1, remote_addr)):
+            if addr is None:
+                continue
+            if not (isinstance(addr, tuple) and len(addr) == 2):
+                raise TypeError("2-tuple is expected")
+            loop: Any = self
+            infos = await loop._ensure_resolved(addr, family=family, type=socket.SOCK_DGRAM, proto=proto, flags=flags)
+            if not infos:
+                raise OSError("getaddrinfo() returned empty list")
+            for fam, _, pro, _, address in infos:
+                by_key.setdefault((fam, pro), [None, None])[index] = address
+        pairs = [
+            (key, pair) for key, pair in by_key.items()
+            if not ((local_addr and pair[0] is None) or (remote_addr and pair[1] is None))
+        ]
+        if not pairs:
+            raise ValueError("can not get address information")
+        return pairs

@@ -1,0 +1,122 @@
+"""Subprocesses: ``subprocess_exec``/``subprocess_shell`` (and so
+``asyncio.create_subprocess_*``), on asyncio's own subprocess transport with
+the pipe transports of this loop.
+
+Children are reaped without the child-watcher API (deprecated in 3.12,
+removed in 3.14): a pidfd (Linux ≥ 5.3) turns readable when the child
+exits and is watched like any fd; elsewhere a thread blocks in
+``waitpid`` for that one child.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import threading
+from asyncio import base_subprocess
+from typing import Any, Callable
+
+logger = logging.getLogger("asyncio")
+
+
+class SubprocessTransport(base_subprocess.BaseSubprocessTransport):
+    def _start(self, args: Any, shell: bool, stdin: Any, stdout: Any, stderr: Any, bufsize: int, **kwargs: Any) -> None:
+        self._proc = subprocess.Popen(args, shell=shell, stdin=stdin, stdout=stdout, stderr=stderr,
+                                      universal_newlines=False, bufsize=bufsize, **kwargs)
+
+
+def _exit_code(pid: int) -> int:
+    """Reap ``pid`` (which has exited or will) and return its returncode."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        # Someone else reaped it (another waitpid(-1) user in the process).
+        logger.warning("Unknown child process pid %d, will report returncode 255", pid)
+        return 255
+    return os.waitstatus_to_exitcode(status)
+
+
+def watch_child(loop: Any, pid: int, on_exit: Callable[[int], object]) -> None:
+    """Call ``on_exit(returncode)`` on the loop once child ``pid`` exits."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    if pidfd is None:
+        def wait() -> None:
+            returncode = _exit_code(pid)
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(on_exit, returncode)
+
+        threading.Thread(target=wait, name=f"ferroloop-waitpid-{pid}", daemon=True).start()
+        return
+
+    def exited() -> None:
+        loop._remove_reader(pidfd)
+        os.close(pidfd)
+        on_exit(_exit_code(pid))
+
+    loop._add_reader(pidfd, exited)
+
+
+class SubprocessOps:
+    """``subprocess_exec``/``subprocess_shell`` for ``Loop`` (a mixin)."""
+
+    async def subprocess_shell(self, protocol_factory: Callable[[], Any], cmd: Any, *, stdin: Any = subprocess.PIPE,
+                               stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
+                               universal_newlines: bool = False, shell: bool = True, bufsize: int = 0,
+                               encoding: Any = None, errors: Any = None, text: Any = None, **kwargs: Any) -> tuple[Any, Any]:
+        if not isinstance(cmd, (bytes, str)):
+            raise ValueError("cmd must be a string")
+        if universal_newlines:
+            raise ValueError("universal_newlines must be False")
+        if not shell:
+            raise ValueError("shell must be True")
+        _check_byte_streams(bufsize, text, encoding, errors)
+        protocol = protocol_factory()
+        transport = await self._make_subprocess_transport(protocol, cmd, True, stdin, stdout, stderr, bufsize, **kwargs)
+        return transport, protocol
+
+    async def subprocess_exec(self, protocol_factory: Callable[[], Any], program: Any, *args: Any,
+                              stdin: Any = subprocess.PIPE, stdout: Any = subprocess.PIPE,
+                              stderr: Any = subprocess.PIPE, universal_newlines: bool = False, shell: bool = False,
+                              bufsize: int = 0, encoding: Any = None, errors: Any = None, text: Any = None,
+                              **kwargs: Any) -> tuple[Any, Any]:
+        if universal_newlines:
+            raise ValueError("universal_newlines must be False")
+        if shell:
+            raise ValueError("shell must be False")
+        _check_byte_streams(bufsize, text, encoding, errors)
+        protocol = protocol_factory()
+        transport = await self._make_subprocess_transport(protocol, (program, *args), False, stdin, stdout, stderr,
+                                                          bufsize, **kwargs)
+        return transport, protocol
+
+    async def _make_subprocess_transport(self, protocol: Any, args: Any, shell: bool, stdin: Any, stdout: Any,
+                                         stderr: Any, bufsize: int, extra: Any = None, **kwargs: Any) -> Any:
+        loop: Any = self
+        waiter = loop.create_future()
+        transport = SubprocessTransport(loop, protocol, args, shell, stdin, stdout, stderr, bufsize,
+                                        waiter=waiter, extra=extra, **kwargs)
+        watch_child(loop, transport.get_pid(), transport._process_exited)
+        try:
+            await waiter
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException:
+            transport.close()
+            await transport._wait()
+            raise
+        return transport
+
+
+def _check_byte_streams(bufsize: int, text: Any, encoding: Any, errors: Any) -> None:
+    if bufsize != 0:
+        raise ValueError("bufsize must be 0")
+    if text:
+        raise ValueError("text must be False")
+    if encoding is not None:
+        raise ValueError("encoding must be None")
+    if errors is not None:
+        raise ValueError("errors must be None")
