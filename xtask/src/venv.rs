@@ -10,6 +10,11 @@ const BASE_PACKAGES: &[&str] = &[
     "pytest>=8",
     "pytest-timeout>=2",
     "anyio>=4.1",
+    // Stacks and peers the tests run with the loop.
+    "uvicorn>=0.36",
+    "httpx>=0.27",
+    "aiohttp>=3.9",
+    "trustme>=1",
 ];
 
 pub struct Venv {
@@ -47,7 +52,7 @@ pub fn ensure() -> Result<Venv, String> {
     let missing = cmd::new(venv.python())
         .args([
             "-c",
-            "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp",
+            "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme",
         ])
         .output()
         .map(|o| !o.status.success())
