@@ -1,23 +1,28 @@
-//! The native half of `ferroloop.Loop`: scheduling, timers, fd callbacks and
-//! the tick, which follows asyncio's `BaseEventLoop._run_once` step for step.
+//! The native half of `ferroloop.Loop`: its state, scheduling and timers, and
+//! the Python methods. The tick lives in [`tick`], fd callbacks in
+//! [`fd_callbacks`].
+
+mod fd_callbacks;
+mod tick;
+
+use fd_callbacks::FdCallbacks;
+use tick::{panic_message, RunGuard};
 
 use crate::errors::{closed, not_thread_safe, to_pyerr};
-use crate::handle::{cancel_handle, AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
+use crate::handle::{AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
+use loop_core::clock;
 use loop_core::injector::Injector;
 use loop_core::reactor::{Reactor, Ready};
 use loop_core::ready::ReadyQueue;
 use loop_core::timers::{TimerEntry, Timers};
-use loop_core::{clock, Interest};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::PyTraverseError;
 use std::cell::RefMut;
-use std::io;
-use std::os::fd::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,22 +33,6 @@ struct ScheduledTimer(Py<TimerHandle>);
 impl TimerEntry for ScheduledTimer {
     fn is_cancelled(&self) -> bool {
         self.0.get().is_cancelled()
-    }
-}
-
-/// Reader and writer callbacks of one fd (asyncio keeps the same pair).
-#[derive(Default)]
-struct FdCallbacks {
-    reader: Option<Py<Handle>>,
-    writer: Option<Py<Handle>>,
-}
-
-impl FdCallbacks {
-    fn interest(&self) -> Interest {
-        Interest {
-            readable: self.reader.is_some(),
-            writable: self.writer.is_some(),
-        }
     }
 }
 
@@ -76,26 +65,6 @@ pub struct Loop {
 /// References to drop once no loop state is borrowed: a decref can run
 /// `__del__`, which can call back into the loop.
 type Graveyard = Vec<ScheduledTimer>;
-
-/// `selectors._fileobj_to_fd`: an int, or an object with `fileno()`.
-fn fileobj_to_fd(obj: &Bound<'_, PyAny>) -> PyResult<RawFd> {
-    let fd: i64 = match obj.extract::<i64>() {
-        Ok(fd) => fd,
-        Err(_) => obj
-            .call_method0("fileno")
-            .and_then(|f| f.extract::<i64>())
-            .map_err(|_| {
-                let repr = obj.repr().map(|r| r.to_string()).unwrap_or_default();
-                PyValueError::new_err(format!("Invalid file object: {repr}"))
-            })?,
-    };
-    if fd < 0 || fd > i64::from(i32::MAX) {
-        return Err(PyValueError::new_err(format!(
-            "Invalid file descriptor: {fd}"
-        )));
-    }
-    Ok(fd as RawFd)
-}
 
 fn number_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
     obj.extract::<f64>().map_err(|_| {
@@ -248,276 +217,6 @@ impl Loop {
         .build_timer(when, Arc::clone(&this.timer_cancels))?;
         this.schedule_timer(handle.clone_ref(slf.py()))?;
         Ok(handle)
-    }
-
-    /// One iteration: poll, I/O callbacks, due timers, then exactly the
-    /// callbacks that are ready at that point.
-    fn run_once(&self, slf: &Bound<'_, Self>) -> PyResult<()> {
-        let py = slf.py();
-        let mut graveyard: Graveyard = Vec::new();
-        let blocking;
-        let mut batch = {
-            let mut guard = self.state()?;
-            let st = &mut *guard;
-            self.absorb_injected(st);
-            if self.timer_cancels.load(Ordering::Relaxed) > 0 {
-                let cancels = self.timer_cancels.swap(0, Ordering::AcqRel);
-                st.timers.note_cancelled_n(cancels, &mut graveyard);
-            }
-            let timeout = if !st.ready.is_empty() || self.stopping.load(Ordering::Acquire) {
-                0
-            } else {
-                match st.timers.next_deadline(&mut graveyard) {
-                    Some(deadline) => clock::timeout_millis(deadline - clock::monotonic()),
-                    None => -1,
-                }
-            };
-            blocking = timeout != 0;
-            let mut events = std::mem::take(&mut st.events);
-            events.clear();
-            let reactor = &mut st.reactor;
-            let waited = if blocking {
-                // Only a poll that can block is worth releasing the GIL for.
-                py.detach(|| reactor.poll(timeout, &mut events))
-            } else if reactor.is_empty() {
-                // Nothing to poll and nothing to wait for: skip the syscall.
-                // Threadsafe callbacks are taken from the injector below.
-                Ok(loop_core::poller::Wait::default())
-            } else {
-                reactor.poll(0, &mut events)
-            };
-            match waited {
-                Ok(wait) if wait.woken => self.injector.acknowledge_wake(),
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    st.events = events;
-                    return Err(crate::errors::os_error(&e));
-                }
-            }
-            for ready in &events {
-                let Some(source) = st.reactor.get(ready.fd) else {
-                    continue;
-                };
-                let fds = &source.data;
-                let live = |h: &&Py<Handle>| !h.get().is_cancelled();
-                if ready.readable {
-                    if let Some(h) = fds.reader.as_ref().filter(live) {
-                        st.ready.push(AnyHandle::Plain(h.clone_ref(py)));
-                    }
-                }
-                if ready.writable {
-                    if let Some(h) = fds.writer.as_ref().filter(live) {
-                        st.ready.push(AnyHandle::Plain(h.clone_ref(py)));
-                    }
-                }
-            }
-            st.events = events;
-            self.absorb_injected(st);
-            let end = if st.timers.is_empty() {
-                f64::NEG_INFINITY
-            } else {
-                clock::monotonic() + self.clock_resolution
-            };
-            while let Some(timer) = st.timers.pop_due(end, &mut graveyard) {
-                timer.0.get().scheduled.store(false, Ordering::Release);
-                st.ready.push(AnyHandle::Timer(timer.0));
-            }
-            let mut batch = ReadyQueue::new();
-            batch.swap(&mut st.spare);
-            batch.swap(&mut st.ready);
-            batch
-        };
-        drop(graveyard);
-        if blocking {
-            // Run Python-level signal handlers now (Ctrl-C raises here) rather
-            // than at some later bytecode: the loop may have nothing to run.
-            py.check_signals()?;
-        }
-        let debug = self.is_debug();
-        while let Some(handle) = batch.pop() {
-            let result = self.run_handle(slf, &handle, debug);
-            if let Some(emptied) = handle.release(py) {
-                self.recycle(emptied);
-            }
-            if let Err(err) = result {
-                // KeyboardInterrupt/SystemExit: the rest keep their place.
-                if let Ok(mut st) = self.state.try_borrow_mut() {
-                    st.ready.prepend(&mut batch);
-                }
-                return Err(err);
-            }
-        }
-        if let Ok(mut st) = self.state.try_borrow_mut() {
-            st.spare = batch;
-        }
-        Ok(())
-    }
-
-    /// Keep an emptied handle for the next `call_soon`.
-    fn recycle(&self, handle: Py<Handle>) {
-        let overflow = match self.state.try_borrow_mut() {
-            Ok(mut st) => st.pool.put(handle),
-            Err(_) => Some(handle),
-        };
-        // An emptied handle holds no references: freeing it runs no Python.
-        drop(overflow);
-    }
-
-    /// Run one handle; a Rust panic becomes a RuntimeError for the
-    /// exception handler instead of a BaseException killing `run_forever`.
-    fn run_handle(&self, slf: &Bound<'_, Self>, handle: &AnyHandle, debug: bool) -> PyResult<()> {
-        let py = slf.py();
-        let start = if debug { clock::monotonic() } else { 0.0 };
-        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py)));
-        let result = match outcome {
-            Ok(result) => result,
-            Err(panic) => report_panic(slf, handle.bind(py), panic),
-        };
-        if debug {
-            let took = clock::monotonic() - start;
-            if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
-                pyapi::log_slow_callback(py)?.call1((handle.bind(py), took))?;
-            }
-        }
-        result
-    }
-
-    /// Set or replace the reader (or writer) of `fd`.
-    fn add_fd_callback(
-        slf: &Bound<'_, Self>,
-        fd: &Bound<'_, PyAny>,
-        callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
-        write: bool,
-    ) -> PyResult<Py<Handle>> {
-        let this = slf.get();
-        this.check_closed()?;
-        let fd = fileobj_to_fd(fd)?;
-        let handle = NewHandle {
-            callback,
-            args,
-            context: None,
-            event_loop: slf.as_any(),
-            debug: this.is_debug(),
-        }
-        .build()?;
-        let registered = handle.clone_ref(slf.py());
-        let replaced = {
-            let mut st = this.state()?;
-            match st.reactor.get_mut(fd) {
-                Some(source) => {
-                    let slot = if write {
-                        &mut source.data.writer
-                    } else {
-                        &mut source.data.reader
-                    };
-                    let old = slot.replace(handle);
-                    let interest = source.data.interest();
-                    st.reactor.set_interest(fd, interest).map_err(to_pyerr)?;
-                    old
-                }
-                None => {
-                    let callbacks = if write {
-                        FdCallbacks {
-                            reader: None,
-                            writer: Some(handle),
-                        }
-                    } else {
-                        FdCallbacks {
-                            reader: Some(handle),
-                            writer: None,
-                        }
-                    };
-                    let interest = callbacks.interest();
-                    st.reactor
-                        .register(fd, interest, callbacks)
-                        .map_err(to_pyerr)?;
-                    None
-                }
-            }
-        };
-        if let Some(old) = replaced {
-            cancel_handle(old.bind(slf.py()))?;
-        }
-        Ok(registered)
-    }
-
-    fn remove_fd_callback(
-        slf: &Bound<'_, Self>,
-        fd: &Bound<'_, PyAny>,
-        write: bool,
-    ) -> PyResult<bool> {
-        let this = slf.get();
-        if this.closed.load(Ordering::Acquire) {
-            return Ok(false);
-        }
-        let fd = fileobj_to_fd(fd)?;
-        let (removed, emptied) = {
-            let mut st = this.state()?;
-            let Some(source) = st.reactor.get_mut(fd) else {
-                return Ok(false);
-            };
-            let removed = if write {
-                source.data.writer.take()
-            } else {
-                source.data.reader.take()
-            };
-            let interest = source.data.interest();
-            let emptied = if interest.is_empty() {
-                st.reactor.deregister(fd)
-            } else {
-                // The fd may be closed already; the kernel forgot it then.
-                let _ = st.reactor.set_interest(fd, interest);
-                None
-            };
-            (removed, emptied)
-        };
-        drop(emptied);
-        match removed {
-            Some(handle) => {
-                cancel_handle(handle.bind(slf.py()))?;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-}
-
-fn report_panic(
-    slf: &Bound<'_, Loop>,
-    handle: &Bound<'_, PyAny>,
-    panic: Box<dyn std::any::Any + Send>,
-) -> PyResult<()> {
-    let py = slf.py();
-    let what = panic_message(panic.as_ref());
-    let exc = PyRuntimeError::new_err(format!("ferroloop internal error (Rust panic): {what}"));
-    let context = PyDict::new(py);
-    context.set_item(
-        "message",
-        "Rust panic in ferroloop while running a callback",
-    )?;
-    context.set_item("exception", exc.into_value(py))?;
-    context.set_item("handle", handle)?;
-    slf.call_method1("call_exception_handler", (context,))?;
-    Ok(())
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string())
-}
-
-/// Gives the loop up when `_run` returns or raises.
-struct RunGuard<'a>(&'a Loop);
-
-impl Drop for RunGuard<'_> {
-    fn drop(&mut self) {
-        self.0.stopping.store(false, Ordering::Release);
-        self.0.state.release();
     }
 }
 

@@ -1,0 +1,192 @@
+//! The tick: asyncio's `BaseEventLoop._run_once`, step for step — poll, I/O
+//! callbacks, due timers, then exactly the callbacks ready at that point —
+//! and the callback boundary where Rust panics are caught.
+
+use super::{Graveyard, Loop};
+use crate::handle::{AnyHandle, Handle};
+use crate::pyapi;
+use loop_core::clock;
+use loop_core::ready::ReadyQueue;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+
+impl Loop {
+    /// One iteration: poll, I/O callbacks, due timers, then exactly the
+    /// callbacks that are ready at that point.
+    pub(super) fn run_once(&self, slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let mut graveyard: Graveyard = Vec::new();
+        let blocking;
+        let mut batch = {
+            let mut guard = self.state()?;
+            let st = &mut *guard;
+            self.absorb_injected(st);
+            if self.timer_cancels.load(Ordering::Relaxed) > 0 {
+                let cancels = self.timer_cancels.swap(0, Ordering::AcqRel);
+                st.timers.note_cancelled_n(cancels, &mut graveyard);
+            }
+            let timeout = if !st.ready.is_empty() || self.stopping.load(Ordering::Acquire) {
+                0
+            } else {
+                match st.timers.next_deadline(&mut graveyard) {
+                    Some(deadline) => clock::timeout_millis(deadline - clock::monotonic()),
+                    None => -1,
+                }
+            };
+            blocking = timeout != 0;
+            let mut events = std::mem::take(&mut st.events);
+            events.clear();
+            let reactor = &mut st.reactor;
+            let waited = if blocking {
+                // Only a poll that can block is worth releasing the GIL for.
+                py.detach(|| reactor.poll(timeout, &mut events))
+            } else if reactor.is_empty() {
+                // Nothing to poll and nothing to wait for: skip the syscall.
+                // Threadsafe callbacks are taken from the injector below.
+                Ok(loop_core::poller::Wait::default())
+            } else {
+                reactor.poll(0, &mut events)
+            };
+            match waited {
+                Ok(wait) if wait.woken => self.injector.acknowledge_wake(),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    st.events = events;
+                    return Err(crate::errors::os_error(&e));
+                }
+            }
+            for ready in &events {
+                let Some(source) = st.reactor.get(ready.fd) else {
+                    continue;
+                };
+                let fds = &source.data;
+                let live = |h: &&Py<Handle>| !h.get().is_cancelled();
+                if ready.readable {
+                    if let Some(h) = fds.reader.as_ref().filter(live) {
+                        st.ready.push(AnyHandle::Plain(h.clone_ref(py)));
+                    }
+                }
+                if ready.writable {
+                    if let Some(h) = fds.writer.as_ref().filter(live) {
+                        st.ready.push(AnyHandle::Plain(h.clone_ref(py)));
+                    }
+                }
+            }
+            st.events = events;
+            self.absorb_injected(st);
+            let end = if st.timers.is_empty() {
+                f64::NEG_INFINITY
+            } else {
+                clock::monotonic() + self.clock_resolution
+            };
+            while let Some(timer) = st.timers.pop_due(end, &mut graveyard) {
+                timer.0.get().scheduled.store(false, Ordering::Release);
+                st.ready.push(AnyHandle::Timer(timer.0));
+            }
+            let mut batch = ReadyQueue::new();
+            batch.swap(&mut st.spare);
+            batch.swap(&mut st.ready);
+            batch
+        };
+        drop(graveyard);
+        if blocking {
+            // Run Python-level signal handlers now (Ctrl-C raises here) rather
+            // than at some later bytecode: the loop may have nothing to run.
+            py.check_signals()?;
+        }
+        let debug = self.is_debug();
+        while let Some(handle) = batch.pop() {
+            let result = self.run_handle(slf, &handle, debug);
+            if let Some(emptied) = handle.release(py) {
+                self.recycle(emptied);
+            }
+            if let Err(err) = result {
+                // KeyboardInterrupt/SystemExit: the rest keep their place.
+                if let Ok(mut st) = self.state.try_borrow_mut() {
+                    st.ready.prepend(&mut batch);
+                }
+                return Err(err);
+            }
+        }
+        if let Ok(mut st) = self.state.try_borrow_mut() {
+            st.spare = batch;
+        }
+        Ok(())
+    }
+
+    /// Keep an emptied handle for the next `call_soon`.
+    pub(super) fn recycle(&self, handle: Py<Handle>) {
+        let overflow = match self.state.try_borrow_mut() {
+            Ok(mut st) => st.pool.put(handle),
+            Err(_) => Some(handle),
+        };
+        // An emptied handle holds no references: freeing it runs no Python.
+        drop(overflow);
+    }
+
+    /// Run one handle; a Rust panic becomes a RuntimeError for the
+    /// exception handler instead of a BaseException killing `run_forever`.
+    pub(super) fn run_handle(
+        &self,
+        slf: &Bound<'_, Self>,
+        handle: &AnyHandle,
+        debug: bool,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let start = if debug { clock::monotonic() } else { 0.0 };
+        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py)));
+        let result = match outcome {
+            Ok(result) => result,
+            Err(panic) => report_panic(slf, handle.bind(py), panic),
+        };
+        if debug {
+            let took = clock::monotonic() - start;
+            if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
+                pyapi::log_slow_callback(py)?.call1((handle.bind(py), took))?;
+            }
+        }
+        result
+    }
+}
+
+fn report_panic(
+    slf: &Bound<'_, Loop>,
+    handle: &Bound<'_, PyAny>,
+    panic: Box<dyn std::any::Any + Send>,
+) -> PyResult<()> {
+    let py = slf.py();
+    let what = panic_message(panic.as_ref());
+    let exc = PyRuntimeError::new_err(format!("ferroloop internal error (Rust panic): {what}"));
+    let context = PyDict::new(py);
+    context.set_item(
+        "message",
+        "Rust panic in ferroloop while running a callback",
+    )?;
+    context.set_item("exception", exc.into_value(py))?;
+    context.set_item("handle", handle)?;
+    slf.call_method1("call_exception_handler", (context,))?;
+    Ok(())
+}
+
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// Gives the loop up when `_run` returns or raises.
+pub(super) struct RunGuard<'a>(pub(super) &'a Loop);
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        self.0.stopping.store(false, Ordering::Release);
+        self.0.state.release();
+    }
+}
