@@ -28,7 +28,7 @@ from ._datagram import DatagramOps
 from ._pipes import PipeOps
 from ._sockets import SocketOps
 from ._streams import StreamOps
-from ._subprocess import SubprocessOps
+from ._subprocess import SubprocessOps, abandon_children
 
 logger = logging.getLogger("asyncio")
 
@@ -62,6 +62,8 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         #: fd -> live stream transport (asyncio's ``_transports``), so fd
         #: callbacks cannot be added behind a transport's back.
         self._transports: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        #: pidfd -> pid of the children being watched (see _subprocess).
+        self._child_pidfds: dict[int, int] = {}
         self._coroutine_origin_tracking_enabled = False
         self._coroutine_origin_tracking_saved_depth: int | None = None
         self.set_debug(_debug_from_environment())
@@ -138,6 +140,8 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         self._executor_shutdown_called = True
         executor = self._default_executor
         self._default_executor = None
+        if self._child_pidfds:
+            abandon_children(self)
         self._close()
         if executor is not None:
             executor.shutdown(wait=False)

@@ -34,6 +34,7 @@ class _PipeTransport:
         self._fileno = pipe.fileno()
         self._protocol = protocol
         self._closing = False
+        self._lost = False
         return os.fstat(self._fileno).st_mode
 
     def __repr__(self) -> str:
@@ -55,6 +56,12 @@ class _PipeTransport:
         return self._closing
 
     def _call_connection_lost(self, exc: BaseException | None) -> None:
+        # Once only: the paths that end a pipe can overlap (close() or
+        # abort() from resume_writing() while the buffer drains, abort()
+        # twice), and asyncio then fails in the exception handler.
+        if self._lost:
+            return
+        self._lost = True
         try:
             self._protocol.connection_lost(exc)
         finally:

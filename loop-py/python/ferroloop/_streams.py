@@ -518,6 +518,15 @@ class StreamOps:
         loop._add_reader(sock.fileno(), self._accept_ready, protocol_factory, sock, sslcontext, server, backlog,
                          ssl_handshake_timeout, ssl_shutdown_timeout)
 
+    def _resume_serving(self, protocol_factory: Callable[[], Any], sock: socket.socket, sslcontext: Any,
+                        server: Any, backlog: int, ssl_handshake_timeout: Any, ssl_shutdown_timeout: Any) -> None:
+        """Accept again after the out-of-fds pause, unless the server was
+        closed meanwhile (asyncio then reports a ValueError for fd -1)."""
+        if sock.fileno() == -1:
+            return
+        self._start_serving(protocol_factory, sock, sslcontext, server, backlog, ssl_handshake_timeout,
+                            ssl_shutdown_timeout)
+
     def _stop_serving(self, sock: socket.socket) -> None:
         loop: Any = self
         loop._remove_reader(sock.fileno())
@@ -543,7 +552,7 @@ class StreamOps:
                         "socket": trsock.TransportSocket(sock),
                     })
                     loop._remove_reader(sock.fileno())
-                    loop.call_later(ACCEPT_RETRY_DELAY, self._start_serving, protocol_factory, sock, sslcontext,
+                    loop.call_later(ACCEPT_RETRY_DELAY, self._resume_serving, protocol_factory, sock, sslcontext,
                                     server, backlog, ssl_handshake_timeout, ssl_shutdown_timeout)
                     return
                 raise
@@ -570,8 +579,16 @@ class StreamOps:
                 transport.close()
                 raise
         except (SystemExit, KeyboardInterrupt):
+            if transport is None:
+                conn.close()
             raise
         except BaseException as exc:
+            if transport is None:
+                # No transport took the socket (the protocol factory failed,
+                # or the server was closed before the connection was set up):
+                # close it now, not at garbage collection, so the client is
+                # not left hanging (asyncio leaves it to the collector).
+                conn.close()
             if loop.get_debug():
                 context: dict[str, Any] = {"message": "Error on transport creation for incoming connection", "exception": exc}
                 if protocol is not None:

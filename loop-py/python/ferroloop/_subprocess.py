@@ -44,20 +44,42 @@ def watch_child(loop: Any, pid: int, on_exit: Callable[[int], object]) -> None:
     except (AttributeError, OSError):
         pidfd = None
     if pidfd is None:
-        def wait() -> None:
-            returncode = _exit_code(pid)
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(on_exit, returncode)
-
-        threading.Thread(target=wait, name=f"ferroloop-waitpid-{pid}", daemon=True).start()
+        _reap_in_thread(loop, pid, on_exit)
         return
 
     def exited() -> None:
+        del loop._child_pidfds[pidfd]
         loop._remove_reader(pidfd)
         os.close(pidfd)
         on_exit(_exit_code(pid))
 
+    loop._child_pidfds[pidfd] = pid
     loop._add_reader(pidfd, exited)
+
+
+def _reap_in_thread(loop: Any, pid: int, on_exit: Callable[[int], object] | None) -> None:
+    """Wait for ``pid`` in a thread; call ``on_exit`` on the loop unless it
+    has been closed meanwhile (then warn, as asyncio's child watcher does)."""
+
+    def wait() -> None:
+        returncode = _exit_code(pid)
+        if on_exit is None or loop.is_closed():
+            logger.warning("Loop %r that handles pid %r is closed", loop, pid)
+        else:
+            loop.call_soon_threadsafe(on_exit, returncode)
+
+    threading.Thread(target=wait, name=f"ferroloop-waitpid-{pid}", daemon=True).start()
+
+
+def abandon_children(loop: Any) -> None:
+    """For ``Loop.close()``: children still running lose their watcher. Their
+    pidfds are closed now (not leaked with the loop) and each is reaped by a
+    thread, so none is left a zombie."""
+    watched, loop._child_pidfds = loop._child_pidfds, {}
+    for pidfd, pid in watched.items():
+        loop._remove_reader(pidfd)
+        os.close(pidfd)
+        _reap_in_thread(loop, pid, None)
 
 
 class SubprocessOps:

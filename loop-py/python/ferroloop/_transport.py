@@ -91,7 +91,13 @@ class SocketTransport(FlowControl, asyncio.Transport):
         self._empty_waiter: asyncio.Future[None] | None = None
         self._init_flow_control()
         if server is not None:
-            _attach(server, self)
+            try:
+                _attach(server, self)
+            except BaseException:
+                # The server closed meanwhile (asyncio's Server asserts):
+                # the socket stays the caller's to close.
+                self._sock = None
+                raise
         loop._transports[self._sock_fd] = self
         set_nodelay(sock)
         loop.call_soon(self._protocol.connection_made, self)
@@ -276,20 +282,28 @@ class SocketTransport(FlowControl, asyncio.Transport):
             self._loop._remove_writer(self._sock_fd)
             self._buffer.clear()
             self._fatal_error(exc, "Fatal write error on socket transport")
-            if self._empty_waiter is not None:
+            if self._empty_waiter is not None and not self._empty_waiter.done():
                 self._empty_waiter.set_exception(exc)
             return
         if sent:
             del self._buffer[:sent]
-        self._maybe_resume_protocol()
+        was_eof = self._eof
+        self._maybe_resume_protocol()  # may write more, close or abort
         if self._buffer:
             return
         self._loop._remove_writer(self._sock_fd)
-        if self._empty_waiter is not None:
+        if self._empty_waiter is not None and not self._empty_waiter.done():
             self._empty_waiter.set_result(None)
+        if self._conn_lost:
+            # close() or abort() from resume_writing() found the buffer
+            # empty and scheduled connection_lost itself (asyncio calls it a
+            # second time here, which fails in the exception handler).
+            return
         if self._closing:
+            self._conn_lost += 1
             self._call_connection_lost(None)
-        elif self._eof:
+        elif was_eof:
+            # (A write_eof() from resume_writing() has shut down already.)
             self._sock.shutdown(socket.SHUT_WR)  # type: ignore[union-attr]
 
     def can_write_eof(self) -> bool:
@@ -375,6 +389,9 @@ class SocketTransport(FlowControl, asyncio.Transport):
             if server is not None:
                 _detach(server, self)
                 self._server = None
+        # A sendfile() waiting for the buffer to drain learns of the loss.
+        if self._empty_waiter is not None and not self._empty_waiter.done():
+            self._empty_waiter.set_exception(ConnectionError("Connection is closed by peer"))
 
 
 def _set_result_unless_cancelled(fut: asyncio.Future[Any], result: Any) -> None:
