@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
@@ -212,3 +213,17 @@ def test_repr_states_running_and_closed(loop):
     assert "running=False" in text and "closed=False" in text
     loop.close()
     assert "closed=True" in repr(loop)
+
+
+def test_close_releases_the_loops_own_fds(loop_impl):
+    # asyncio closes its selector in close(); ferroloop closes its epoll fd
+    # and wake-up eventfd there too, not when the object is freed.
+    def open_fds():
+        return set(os.listdir("/proc/self/fd"))
+
+    before = open_fds()
+    loop = loop_impl.new_event_loop()
+    loop.run_until_complete(asyncio.sleep(0))
+    alive = loop  # keep the object: only close() may release the fds
+    alive.close()
+    assert open_fds() <= before

@@ -4,8 +4,7 @@
 use super::{Event, Interest, Wait};
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// Key reserved for the wake-up eventfd; registration keys never use it
 /// because the reactor's keys keep the fd in the low 32 bits.
@@ -36,18 +35,31 @@ pub struct Notifier {
     wake: Arc<WakeFd>,
 }
 
-/// The wake-up eventfd, closed when the poller and every notifier are gone,
-/// so a late `notify` can never write into an fd number reused by others.
+/// The wake-up eventfd. Writers hold the read lock while they write, and
+/// the fd is only closed or replaced under the write lock, so a late
+/// `notify` can never write into an fd number reused by someone else.
 #[derive(Debug)]
 struct WakeFd {
-    /// Swapped (never closed under a writer) when a forked child rebuilds.
-    fd: AtomicI32,
+    /// -1 once closed.
+    fd: RwLock<RawFd>,
+}
+
+impl WakeFd {
+    /// Put `new` in place of the current fd (-1: none) and close the old one.
+    fn replace(&self, new: RawFd) {
+        let mut fd = self.fd.write().unwrap_or_else(PoisonError::into_inner);
+        let old = std::mem::replace(&mut *fd, new);
+        if old >= 0 {
+            // SAFETY: the old eventfd is owned here; no writer holds it (we
+            // hold the write lock).
+            unsafe { libc::close(old) };
+        }
+    }
 }
 
 impl Drop for WakeFd {
     fn drop(&mut self) {
-        // SAFETY: the eventfd is owned by this struct and closed once.
-        unsafe { libc::close(*self.fd.get_mut()) };
+        self.replace(-1);
     }
 }
 
@@ -55,10 +67,13 @@ impl Notifier {
     /// Make the current or next [`Poller::wait`] return with `woken` set.
     pub fn notify(&self) -> io::Result<()> {
         let one: u64 = 1;
-        let fd = self.wake.fd.load(Ordering::Acquire);
+        let fd = self.wake.fd.read().unwrap_or_else(PoisonError::into_inner);
+        if *fd < 0 {
+            return Ok(()); // the poller was closed: nobody to wake
+        }
         // SAFETY: writes 8 bytes from a live u64 to the eventfd, which stays
-        // open while this notifier holds its `Arc`.
-        let rc = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+        // open while we hold the read lock.
+        let rc = unsafe { libc::write(*fd, (&one as *const u64).cast(), 8) };
         if rc < 0 {
             let err = io::Error::last_os_error();
             // EAGAIN: the counter is saturated, so a wake-up is pending anyway.
@@ -112,7 +127,7 @@ impl Poller {
         Ok(Poller {
             epfd,
             wake: Arc::new(WakeFd {
-                fd: AtomicI32::new(evfd),
+                fd: RwLock::new(evfd),
             }),
             buf: Vec::with_capacity(256),
         })
@@ -201,10 +216,11 @@ impl Poller {
 
     fn drain_wake(&self) {
         let mut value: u64 = 0;
-        let fd = self.wake.fd.load(Ordering::Acquire);
-        // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd;
-        // EAGAIN (already drained) is harmless and ignored.
-        unsafe { libc::read(fd, (&mut value as *mut u64).cast(), 8) };
+        let fd = self.wake.fd.read().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd
+        // (kept open by the read lock); EAGAIN (already drained) and EBADF
+        // (closed) are harmless and ignored.
+        unsafe { libc::read(*fd, (&mut value as *mut u64).cast(), 8) };
     }
 
     /// After `fork()`, in the child: replace the epoll instance and eventfd
@@ -212,21 +228,33 @@ impl Poller {
     pub fn reinit(&mut self) -> io::Result<()> {
         let (epfd, evfd) = new_epoll_and_eventfd()?;
         let old_ep = std::mem::replace(&mut self.epfd, epfd);
-        let old_ev = self.wake.fd.swap(evfd, Ordering::AcqRel);
-        // SAFETY: the old fds are this process's copies; closing them does not
-        // affect the parent's, and nothing else uses them any more.
-        unsafe {
-            libc::close(old_ep);
-            libc::close(old_ev);
+        if old_ep >= 0 {
+            // SAFETY: the old epoll fd is this process's copy; closing it does
+            // not affect the parent's, and nothing else uses it any more.
+            unsafe { libc::close(old_ep) };
         }
+        self.wake.replace(evfd);
         Ok(())
+    }
+
+    /// Release the epoll instance and the eventfd now (a closed loop), not
+    /// when the last notifier goes. Waits after this fail with `EBADF`.
+    pub fn close(&mut self) {
+        if self.epfd >= 0 {
+            // SAFETY: the epoll fd is owned by this poller and closed once.
+            unsafe { libc::close(self.epfd) };
+            self.epfd = -1;
+        }
+        self.wake.replace(-1);
     }
 }
 
 impl Drop for Poller {
     fn drop(&mut self) {
-        // SAFETY: the epoll fd is owned by this poller and closed once; the
-        // eventfd closes with the last `Arc<WakeFd>`.
-        unsafe { libc::close(self.epfd) };
+        if self.epfd >= 0 {
+            // SAFETY: the epoll fd is owned by this poller and closed once;
+            // the eventfd closes with the last `Arc<WakeFd>`.
+            unsafe { libc::close(self.epfd) };
+        }
     }
 }

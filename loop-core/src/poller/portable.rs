@@ -26,19 +26,26 @@ fn event(key: u64, interest: Interest) -> polling::Event {
 /// Wakes a poller from any thread.
 #[derive(Clone, Debug)]
 pub struct Notifier {
-    poller: Arc<Mutex<Arc<polling::Poller>>>,
+    poller: Arc<Mutex<Option<Arc<polling::Poller>>>>,
 }
 
 impl Notifier {
     pub fn notify(&self) -> io::Result<()> {
-        let poller = Arc::clone(&self.poller.lock().unwrap_or_else(PoisonError::into_inner));
-        poller.notify()
+        let poller = self
+            .poller
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match poller {
+            Some(poller) => poller.notify(),
+            None => Ok(()), // closed: nobody to wake
+        }
     }
 }
 
 #[derive(Debug)]
 pub struct Poller {
-    shared: Arc<Mutex<Arc<polling::Poller>>>,
+    shared: Arc<Mutex<Option<Arc<polling::Poller>>>>,
     poller: Arc<polling::Poller>,
     events: polling::Events,
 }
@@ -47,7 +54,7 @@ impl Poller {
     pub fn new() -> io::Result<Poller> {
         let poller = Arc::new(polling::Poller::new()?);
         Ok(Poller {
-            shared: Arc::new(Mutex::new(Arc::clone(&poller))),
+            shared: Arc::new(Mutex::new(Some(Arc::clone(&poller)))),
             poller,
             events: polling::Events::new(),
         })
@@ -110,8 +117,17 @@ impl Poller {
 
     pub fn reinit(&mut self) -> io::Result<()> {
         let poller = Arc::new(polling::Poller::new()?);
-        *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&poller);
+        *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&poller));
         self.poller = poller;
         Ok(())
+    }
+
+    /// Let notifiers go of the poller; its fds close once the poller is
+    /// dropped (`polling` offers no explicit close).
+    pub fn close(&mut self) {
+        self.shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 }

@@ -553,6 +553,8 @@ impl Loop {
             let mut timers = Vec::new();
             st.timers.clear(&mut timers);
             let fds = st.reactor.drain();
+            // The epoll fd and eventfd go now, as asyncio closes its selector.
+            st.reactor.close();
             (ready, timers, fds)
         };
         let queued: Vec<AnyHandle> = std::iter::from_fn(|| self.injector.pop()).collect();
