@@ -1,8 +1,8 @@
 """From raw measurements to the figures BENCHMARKS.md defines.
 
-Per workload and contender: the median ops/s over rounds.  For comparisons:
-the median over rounds of the *paired* ratio A/B, each round's A divided by
-B's result in the same round, which cancels most of the machine's
+Per workload, contender and metric: the median over rounds.  For
+comparisons: the median over rounds of the *paired* ratio A/B, each round's A
+divided by B's result in the same round, which cancels most of the machine's
 round-to-round drift.  A cell with any failed round has no figures: a loop
 that did the work wrong once is not ranked on its other rounds.
 """
@@ -11,10 +11,19 @@ from __future__ import annotations
 
 from statistics import median
 
-from sched_workloads import WORKLOADS
+from echo_workloads import WORKLOADS as ECHO_WORKLOADS
+from sched_workloads import WORKLOADS as SCHED_WORKLOADS
 
 SUBJECT = "ferroloop"
 BASELINE = "asyncio"
+
+# Echo figures, and those compared between contenders (MiB/s would compare
+# exactly like msgs/s: the message size is the same for everyone).
+ECHO_METRICS = ("msgs_per_s", "mib_per_s", "msgs_per_cpu_s", "peak_rss_mib")
+ECHO_RATIOS = ("msgs_per_s", "msgs_per_cpu_s", "peak_rss_mib")
+
+# metric -> contender -> round -> value
+ByRound = dict[str, dict[str, dict[int, float]]]
 
 
 def paired_ratio(a: dict[int, float], b: dict[int, float]) -> float | None:
@@ -23,37 +32,93 @@ def paired_ratio(a: dict[int, float], b: dict[int, float]) -> float | None:
     return median(a[r] / b[r] for r in rounds) if rounds else None
 
 
-def summarize(records: list[dict], contenders: list[str], workloads: list[str]) -> dict:
+def cells(
+    records: list[dict], contenders: list[str], metrics: tuple[str, ...]
+) -> tuple[dict, ByRound]:
+    """One workload's cells: per contender the first failure, or
+    {"status": "ok", "median_<metric>": m, "<metric>": [per round], ...};
+    and each metric's values by contender and round, for paired ratios."""
+    out: dict[str, dict] = {}
+    by_round: ByRound = {metric: {} for metric in metrics}
+    for contender in contenders:
+        mine = [r for r in records if r["contender"] == contender]
+        failure = next((r for r in mine if r["status"] != "ok"), None)
+        if failure is not None:
+            out[contender] = {k: failure[k] for k in ("status", "error", "round")}
+        elif mine:
+            cell = {"status": "ok"}
+            for metric in metrics:
+                by_round[metric][contender] = {r["round"]: r[metric] for r in mine}
+                cell[f"median_{metric}"] = median(by_round[metric][contender].values())
+                cell[metric] = [r[metric] for r in mine]
+            out[contender] = cell
+    return out, by_round
+
+
+def against(rounds: dict[str, dict[int, float]], reference: str) -> dict[str, float | None]:
+    """Each contender's paired ratio to `reference` (contender / reference)."""
+    if reference not in rounds:
+        return {}
+    return {c: paired_ratio(values, rounds[reference]) for c, values in rounds.items()}
+
+
+def subject_ratios(rounds: dict[str, dict[int, float]]) -> dict[str, float | None]:
+    """ferroloop's paired ratio to each other contender (ferroloop / other)."""
+    if SUBJECT not in rounds:
+        return {}
+    return {
+        other: paired_ratio(rounds[SUBJECT], values)
+        for other, values in rounds.items()
+        if other != SUBJECT
+    }
+
+
+def summarize_sched(records: list[dict], contenders: list[str], workloads: list[str]) -> dict:
+    """workload -> {n, unit, contenders: cells with x_asyncio, ferroloop_ratio: {other: r}}."""
     summary = {}
     for workload in workloads:
         taken = [r for r in records if r["workload"] == workload]
-        cells: dict[str, dict] = {}
-        by_round: dict[str, dict[int, float]] = {}
-        for contender in contenders:
-            mine = [r for r in taken if r["contender"] == contender]
-            failure = next((r for r in mine if r["status"] != "ok"), None)
-            if failure is not None:
-                cells[contender] = {k: failure[k] for k in ("status", "error", "round")}
-            elif mine:
-                by_round[contender] = {r["round"]: r["ops_per_s"] for r in mine}
-                cells[contender] = {
-                    "status": "ok",
-                    "median_ops_per_s": median(by_round[contender].values()),
-                    "ops_per_s": [r["ops_per_s"] for r in mine],
-                }
-        if BASELINE in by_round:
-            for contender, rounds in by_round.items():
-                cells[contender]["x_asyncio"] = paired_ratio(rounds, by_round[BASELINE])
+        out, by_round = cells(taken, contenders, ("ops_per_s",))
+        rounds = by_round["ops_per_s"]
+        for contender, x in against(rounds, BASELINE).items():
+            out[contender]["x_asyncio"] = x
         entry = {
             "n": taken[0]["n"] if taken else None,
-            "unit": WORKLOADS[workload].unit,
-            "contenders": cells,
+            "unit": SCHED_WORKLOADS[workload].unit,
+            "contenders": out,
         }
-        if SUBJECT in by_round:
-            entry["ferroloop_ratio"] = {
-                other: paired_ratio(by_round[SUBJECT], rounds)
-                for other, rounds in by_round.items()
-                if other != SUBJECT
-            }
+        if SUBJECT in rounds:
+            entry["ferroloop_ratio"] = subject_ratios(rounds)
+        summary[workload] = entry
+    return summary
+
+
+def summarize_echo(records: list[dict], contenders: list[str], workloads: list[str]) -> dict:
+    """workload -> {kind, size, contenders: cells with x_asyncio: {metric: r}
+    and unclosed (of connections) over all rounds, ferroloop_ratio: {other:
+    {metric: r}}}."""
+    summary = {}
+    for workload in workloads:
+        taken = [r for r in records if r["workload"] == workload]
+        out, by_round = cells(taken, contenders, ECHO_METRICS)
+        for contender, cell in out.items():
+            if cell["status"] == "ok":
+                mine = [r for r in taken if r["contender"] == contender]
+                cell["unclosed"] = sum(r["unclosed"] for r in mine)
+                cell["connections"] = sum(r["conns"] for r in mine)
+        for metric in ECHO_RATIOS:
+            for contender, x in against(by_round[metric], BASELINE).items():
+                out[contender].setdefault("x_asyncio", {})[metric] = x
+        entry = {
+            "kind": ECHO_WORKLOADS[workload].kind,
+            "size": ECHO_WORKLOADS[workload].size,
+            "contenders": out,
+        }
+        if SUBJECT in by_round[ECHO_RATIOS[0]]:
+            ratios: dict[str, dict] = {}
+            for metric in ECHO_RATIOS:
+                for other, r in subject_ratios(by_round[metric]).items():
+                    ratios.setdefault(other, {})[metric] = r
+            entry["ferroloop_ratio"] = ratios
         summary[workload] = entry
     return summary

@@ -9,15 +9,17 @@
 //! | `wheel --local` | build a wheel for this interpreter and install it into the venv |
 //! | `conformance [ARGS]` | CPython's asyncio suite against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
+//! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
 
 mod cmd;
+mod echo_client;
 mod tasks;
 mod venv;
 
 use std::process::ExitCode;
 
-const USAGE: &str =
-    "usage: cargo xtask <demo|test|develop|wheel --local|conformance [ARGS]|bench [SUITE] [ARGS]>";
+const USAGE: &str = "usage: cargo xtask <demo|test|develop|wheel --local|conformance [ARGS]|\
+                     bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]>";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -34,6 +36,7 @@ fn main() -> ExitCode {
         "check-versions" => tasks::check_versions(),
         "conformance" => tasks::conformance(&rest),
         "bench" => tasks::bench(&rest),
+        "echo-client" => echo_client::main(&rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())
