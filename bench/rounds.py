@@ -1,0 +1,48 @@
+"""The method every suite shares: contenders interleaved round by round with
+rotation (A B C, B C A, ...), each measurement taken by a suite-specific
+function (a fresh process per measurement).
+
+Rounds are the outer loop, so each round covers every workload and a slow
+drift of the machine (another tenant, thermal state) spreads over all cells
+instead of landing on one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def rotation(contenders: list[str], round_index: int) -> list[str]:
+    k = round_index % len(contenders)
+    return contenders[k:] + contenders[:k]
+
+
+def run(
+    contenders: list[str],
+    workloads: list[str],
+    rounds: int,
+    measure: Callable[[str, str], dict],
+    progress: Callable[[dict], None],
+) -> list[dict]:
+    """All measurements, in the order taken.  `measure(contender, workload)`
+    returns a record with a "status" and never raises.  A contender that
+    fails a workload is not run on it again: its cell is failed either way."""
+    failed: set[tuple[str, str]] = set()
+    records = []
+    for round_index in range(rounds):
+        for workload in workloads:
+            for slot, contender in enumerate(rotation(contenders, round_index)):
+                if (contender, workload) in failed:
+                    continue
+                record = {
+                    "round": round_index,
+                    "slot": slot,
+                    "contender": contender,
+                    "workload": workload,
+                }
+                record |= measure(contender, workload)
+                if record["status"] != "ok":
+                    failed.add((contender, workload))
+                records.append(record)
+                progress(record)
+    return records

@@ -1,0 +1,87 @@
+"""The scheduling suite's markdown: one row per workload, ops/s per contender
+and ferroloop's paired ratios to uvloop and to the better Rust peer."""
+
+from __future__ import annotations
+
+from statistics import median
+
+import report
+from summary import BASELINE, SUBJECT
+
+# ferroloop's figure against "the best Rust peer" picks per workload whichever
+# of these had the higher median.
+RUST_PEERS = ("rloop", "cadeloop")
+
+
+def _cell(cell: dict | None, show_x_asyncio: bool) -> str:
+    if cell is None:
+        return "–"
+    if cell["status"] != "ok":
+        return f"**{cell['status']}**"
+    text = report.ops(cell["median_ops_per_s"])
+    if show_x_asyncio and cell.get("x_asyncio") is not None:
+        text += f" (×{cell['x_asyncio']:.2f})"
+    return text
+
+
+def _best_rust_peer(entry: dict) -> tuple[str | None, float | None]:
+    ok = [
+        (entry["contenders"][name]["median_ops_per_s"], name)
+        for name in RUST_PEERS
+        if entry["contenders"].get(name, {}).get("status") == "ok"
+    ]
+    if not ok:
+        return None, None
+    best = max(ok)[1]
+    return best, entry.get("ferroloop_ratio", {}).get(best)
+
+
+def _header(result: dict) -> list[str]:
+    method = result["method"]
+    text = (
+        f"{method['rounds']} rounds, contenders rotated each round, one fresh process "
+        f"per measurement (pinned to CPU {method['cpu']}) after an in-process warm-up; "
+        + ("n = spec / 4 (--quick)" if method["quick"] else "n as in BENCHMARKS.md")
+    )
+    notes = []
+    shares = [m["cpu_s"] / m["elapsed"] for m in result["measurements"] if m["status"] == "ok"]
+    if shares:
+        notes.append(
+            f"- worker CPU share (CPU time / wall time, median over measurements): "
+            f"{median(shares):.0%}; well below 100% means workers waited for their CPU"
+        )
+    return report.header(result, "Scheduling benchmark", text, notes)
+
+
+def markdown(result: dict) -> str:
+    contenders = [n for n, c in result["contenders"].items() if c["available"]]
+    with_subject = SUBJECT in contenders
+    show_x_asyncio = BASELINE in contenders
+    columns = ["workload", "n"] + [f"{c} ops/s" for c in contenders]
+    if with_subject:
+        columns += ["ferroloop/uvloop", "ferroloop/best of rloop, cadeloop"]
+    lines = _header(result)
+    lines.append("| " + " | ".join(columns) + " |")
+    lines.append("|" + "---|" + "---:|" * (len(columns) - 1))
+
+    for workload, entry in result["workloads"].items():
+        cells = entry["contenders"]
+        row = [workload, f"{entry['n']:,} {entry['unit']}" + ("s" if entry["n"] != 1 else "")]
+        row += [_cell(cells.get(c), show_x_asyncio and c != BASELINE) for c in contenders]
+        if with_subject:
+            row.append(report.ratio(entry.get("ferroloop_ratio", {}).get("uvloop")))
+            best, best_ratio = _best_rust_peer(entry)
+            row.append(f"{report.ratio(best_ratio)} ({best})" if best else "n/a")
+        lines.append("| " + " | ".join(row) + " |")
+
+    lines += [
+        "",
+        "Cells: median ops/s over rounds; (×N) = median over rounds of the paired ratio "
+        "to asyncio. Ratio columns: median over rounds of the paired ratio ferroloop/X "
+        "(above 1 = ferroloop ahead). threadsafe_throughput is noisy: read it as an "
+        "order of magnitude.",
+    ]
+    failed = report.failures(result)
+    if failed:
+        lines += ["", "Failures:", *failed]
+    return "\n".join(lines) + "\n"
