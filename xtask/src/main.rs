@@ -6,7 +6,7 @@
 //! | `test` | everything CI checks: fmt, clippy, Rust tests (both poller backends), the wheel, pytest, conformance |
 //! | `develop` | build and install ferroloop into the venv (release, editable) |
 //! | `check-versions` | compile-check the extension for CPython 3.12, 3.13, 3.14 and 3.14t |
-//! | `wheel --local` | build a wheel for this interpreter and install it into the venv |
+//! | `wheel [--local]` | manylinux wheels for CPython 3.11–3.14 and 3.14t plus an sdist (`--local`: one plain wheel for this interpreter, installed into the venv); the local wheel is smoke-tested in a fresh venv |
 //! | `conformance [ARGS]` | CPython's asyncio suite against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
 //! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
@@ -15,10 +15,11 @@ mod cmd;
 mod echo_client;
 mod tasks;
 mod venv;
+mod wheel;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <demo|test|develop|wheel --local|conformance [ARGS]|\
+const USAGE: &str = "usage: cargo xtask <demo|test|develop|wheel [--local]|conformance [ARGS]|\
                      bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]>";
 
 fn main() -> ExitCode {

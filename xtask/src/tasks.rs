@@ -2,6 +2,7 @@
 
 use crate::cmd;
 use crate::venv::{self, Venv};
+use crate::wheel;
 use std::path::PathBuf;
 
 /// maturin and `cargo test` get separate target dirs: alternating them in
@@ -60,15 +61,24 @@ pub fn develop() -> Result<(), String> {
     )
 }
 
+/// `wheel --local`: a plain wheel for the local interpreter, installed into
+/// the project venv (the tests run against it). Without `--local`:
+/// manylinux wheels for every supported CPython and an sdist (see
+/// `wheel.rs`). Either way the local wheel is smoke-tested in a fresh venv.
 pub fn wheel(args: &[String]) -> Result<(), String> {
-    if args.iter().any(|a| a == "--local") {
-        let venv = venv::ensure()?;
-        let wheel = build_and_install_wheel(&venv, "release")?;
-        println!("built and installed {}", wheel.display());
-        Ok(())
+    let venv = venv::ensure()?;
+    let local = if args.iter().any(|a| a == "--local") {
+        build_and_install_wheel(&venv, "release")?
     } else {
-        Err("only `cargo xtask wheel --local` exists so far (manylinux wheels: issue 6)".into())
-    }
+        let wheels = wheel::distribution()?;
+        for built in &wheels {
+            println!("built {}", built.display());
+        }
+        wheel::for_local_interpreter(&venv, &wheels)?
+    };
+    wheel::smoke_test(&local)?;
+    println!("smoke-tested {}", local.display());
+    Ok(())
 }
 
 pub fn demo() -> Result<(), String> {

@@ -1,0 +1,174 @@
+//! `cargo xtask wheel`: distribution wheels and an sdist, smoke-tested.
+//!
+//! Without `--local`: manylinux2014 x86-64 wheels built with the `dist`
+//! profile through `maturin --zig` for CPython 3.11–3.14 and 3.14t (maturin
+//! cross-compiles from its bundled sysconfig, so no interpreter is needed;
+//! only the local one is smoke-tested), plus an sdist that is built once to
+//! prove it builds. `maturin[zig]` is a large download, so it lives in its
+//! own venv (`target/wheel-venv`), away from the per-commit CI path.
+//! With `--local`: one plain wheel for the local interpreter (no zig).
+//! Either way the local wheel goes into a fresh venv and a smoke test runs.
+
+use crate::cmd;
+use crate::venv::Venv;
+use std::path::{Path, PathBuf};
+
+/// Interpreter tags maturin builds distribution wheels for.
+const PYTHONS: &[&str] = &["3.11", "3.12", "3.13", "3.14", "3.14t"];
+
+const SMOKE_TEST: &str = r#"
+import asyncio, ferroloop
+
+async def echo(reader, writer):
+    writer.write(await reader.read(100))
+    await writer.drain()
+    writer.close()
+
+async def main():
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, ferroloop.Loop), type(loop)
+    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"smoke")
+        data = await reader.read(100)
+        writer.close()
+        await writer.wait_closed()
+    return data
+
+assert ferroloop.run(main()) == b"smoke"
+print("smoke test passed: ferroloop", ferroloop.__version__, "TCP echo ok")
+"#;
+
+fn out_dir() -> PathBuf {
+    cmd::root().join("target").join("wheels")
+}
+
+fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(suffix))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// A venv holding `maturin[zig]`, created on first use.
+fn zig_venv() -> Result<Venv, String> {
+    let venv = Venv {
+        dir: cmd::root().join("target").join("wheel-venv"),
+    };
+    if !venv.python().exists() {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        cmd::run(cmd::new(&python).args(["-m", "venv"]).arg(&venv.dir))?;
+    }
+    let ready = cmd::new(venv.python())
+        .args(["-c", "import maturin, ziglang"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ready {
+        cmd::run(cmd::new(venv.python()).args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "maturin[zig]>=1.7,<2",
+        ]))?;
+    }
+    Ok(venv)
+}
+
+/// Manylinux wheels for every CPython in [`PYTHONS`], and the sdist.
+pub fn distribution() -> Result<Vec<PathBuf>, String> {
+    let venv = zig_venv()?;
+    let out = out_dir().join("manylinux");
+    let _ = std::fs::remove_dir_all(&out);
+    // `python -m ziglang` must be on PATH for maturin to find zig.
+    let path = format!(
+        "{}:{}",
+        venv.dir.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for python in PYTHONS {
+        cmd::run(
+            cmd::new(venv.bin("maturin"))
+                .args([
+                    "build",
+                    "--profile",
+                    "dist",
+                    "--zig",
+                    "--compatibility",
+                    "manylinux2014",
+                ])
+                .args(["--target", "x86_64-unknown-linux-gnu", "-i"])
+                .arg(format!("python{python}"))
+                .arg("--out")
+                .arg(&out)
+                .env("PATH", &path)
+                .env("CARGO_TARGET_DIR", cmd::root().join("target").join("zig")),
+        )?;
+    }
+    cmd::run(
+        cmd::new(venv.bin("maturin"))
+            .args(["sdist", "--out"])
+            .arg(&out),
+    )?;
+    // The sdist must build: pip builds a wheel from it in isolation.
+    let sdist = files_with_suffix(&out, ".tar.gz")
+        .pop()
+        .ok_or("maturin wrote no sdist")?;
+    let from_sdist = out.join("from-sdist");
+    cmd::run(
+        cmd::new(venv.python())
+            .args(["-m", "pip", "wheel", "-q", "--no-deps", "-w"])
+            .arg(&from_sdist)
+            .arg(&sdist)
+            .env("CARGO_TARGET_DIR", cmd::root().join("target").join("sdist")),
+    )?;
+    let _ = std::fs::remove_dir_all(&from_sdist);
+    Ok(files_with_suffix(&out, ".whl"))
+}
+
+/// Install `wheel` into a fresh venv and run the smoke test there.
+pub fn smoke_test(wheel: &Path) -> Result<(), String> {
+    let venv = Venv {
+        dir: cmd::root().join("target").join("smoke-venv"),
+    };
+    let _ = std::fs::remove_dir_all(&venv.dir);
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    cmd::run(cmd::new(&python).args(["-m", "venv"]).arg(&venv.dir))?;
+    cmd::run(
+        cmd::new(venv.python())
+            .args(["-m", "pip", "install", "-q", "--no-deps"])
+            .arg(wheel),
+    )?;
+    // Run from outside the repository so the source tree cannot shadow it.
+    cmd::run(
+        cmd::new(venv.python())
+            .args(["-c", SMOKE_TEST])
+            .current_dir(std::env::temp_dir()),
+    )
+}
+
+/// The wheel among `wheels` for the interpreter running `python`.
+pub fn for_local_interpreter(venv: &Venv, wheels: &[PathBuf]) -> Result<PathBuf, String> {
+    let tag = cmd::output(cmd::new(venv.python()).args([
+        "-c",
+        "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}-')",
+    ]))?;
+    wheels
+        .iter()
+        .find(|w| {
+            w.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(&tag))
+        })
+        .cloned()
+        .ok_or_else(|| format!("no wheel for the local interpreter ({tag}) among {wheels:?}"))
+}
