@@ -19,8 +19,6 @@ from ._transport import LOG_THRESHOLD_FOR_CONNLOST_WRITES, _set_result_unless_ca
 
 logger = logging.getLogger("asyncio")
 
-#: Largest datagram read (asyncio's max_size).
-READ_SIZE = 256 * 1024
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
 
 
@@ -89,7 +87,8 @@ class DatagramTransport(FlowControl, asyncio.DatagramTransport, asyncio.Transpor
         if self._conn_lost:
             return
         try:
-            data, addr = self._sock.recvfrom(READ_SIZE)  # type: ignore[union-attr]
+            nbytes, addr = self._sock.recvfrom_into(self._loop._read_buffer.buffer)  # type: ignore[union-attr]
+            data = bytes(self._loop._read_buffer.view[:nbytes])
         except _WOULD_BLOCK:
             return
         except OSError as exc:

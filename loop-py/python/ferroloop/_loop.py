@@ -29,6 +29,7 @@ from ._pipes import PipeOps
 from ._sockets import SocketOps
 from ._streams import StreamOps
 from ._subprocess import SubprocessOps, abandon_children
+from ._transport import ReadBuffer
 
 logger = logging.getLogger("asyncio")
 
@@ -62,6 +63,8 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         #: fd -> live stream transport (asyncio's ``_transports``), so fd
         #: callbacks cannot be added behind a transport's back.
         self._transports: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        #: What the transports read into (see ReadBuffer).
+        self._read_buffer = ReadBuffer()
         #: pidfd -> pid of the children being watched (see _subprocess).
         self._child_pidfds: dict[int, int] = {}
         self._coroutine_origin_tracking_enabled = False

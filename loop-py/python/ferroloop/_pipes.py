@@ -19,7 +19,6 @@ from ._transport import LOG_THRESHOLD_FOR_CONNLOST_WRITES, _set_result_unless_ca
 
 logger = logging.getLogger("asyncio")
 
-READ_SIZE = 256 * 1024
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
 
 
@@ -96,7 +95,8 @@ class ReadPipeTransport(_PipeTransport, asyncio.ReadTransport):
 
     def _read_ready(self) -> None:
         try:
-            data = os.read(self._fileno, READ_SIZE)
+            nbytes = os.readv(self._fileno, [self._loop._read_buffer.buffer])
+            data = bytes(self._loop._read_buffer.view[:nbytes])
         except _WOULD_BLOCK:
             return
         except OSError as exc:
