@@ -93,6 +93,9 @@ class SocketTransport(FlowControl, asyncio.Transport):
             except OSError:
                 self._extra["peername"] = None
         self._loop = loop
+        self._read_buffer: ReadBuffer = loop._read_buffer
+        self._read_eof = False
+        self._read_ready: Any = None
         self._sock: socket.socket | None = sock
         self._sock_fd = sock.fileno()
         self._protocol: Any = None
@@ -142,11 +145,17 @@ class SocketTransport(FlowControl, asyncio.Transport):
 
     def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
         if isinstance(protocol, asyncio.BufferedProtocol):
-            self._read_ready = self._read_ready_into_buffer
+            read_ready = self._read_ready_into_buffer
         else:
-            self._read_ready = self._read_ready_data
+            read_ready = self._read_ready_data
+        switched = getattr(self, "_read_ready", None) not in (None, read_ready)
+        self._read_ready = read_ready
         self._protocol = protocol
         self._protocol_connected = True
+        # The reader is registered as the mode's method itself (no dispatch
+        # frame per read), so a switch of mode re-registers it.
+        if switched and self.is_reading() and not self._read_eof:
+            self._loop._add_reader(self._sock_fd, self._read_ready)
 
     def get_protocol(self) -> asyncio.BaseProtocol:
         return self._protocol
@@ -155,11 +164,7 @@ class SocketTransport(FlowControl, asyncio.Transport):
 
     def _add_reader(self) -> None:
         if self.is_reading():
-            self._loop._add_reader(self._sock_fd, self._read_ready_event)
-
-    def _read_ready_event(self) -> None:
-        # The reader is registered once; set_protocol may switch modes later.
-        self._read_ready()
+            self._loop._add_reader(self._sock_fd, self._read_ready)
 
     def is_reading(self) -> bool:
         return not self._paused and not self._closing
@@ -183,7 +188,7 @@ class SocketTransport(FlowControl, asyncio.Transport):
     def _read_ready_data(self) -> None:
         if self._conn_lost:
             return
-        buffer = self._loop._read_buffer
+        buffer = self._read_buffer
         try:
             nbytes = self._sock.recv_into(buffer.buffer)  # type: ignore[union-attr]
         except _WOULD_BLOCK:
@@ -248,6 +253,7 @@ class SocketTransport(FlowControl, asyncio.Transport):
             return
         if keep_open:
             # Half-closed: nothing more to read, writing goes on.
+            self._read_eof = True
             self._loop._remove_reader(self._sock_fd)
         else:
             self.close()
