@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import benchenv
+import charts
 import cpus
 import echo_report
 import echo_suite
@@ -150,6 +151,8 @@ def _finish(suite: str, started: float, args, result: dict, table: str) -> int:
         _write(args.out / f"{name}.md", table)
     print(table)
     print(f"wrote {args.out / f'{suite}-{stamp}.json'} and .md", file=sys.stderr)
+    # The README's charts follow the latest results.
+    charts.main(["charts.py", str(args.out)])
     if args.compare is not None:
         print(report.compare(json.loads(args.compare.read_text()), result, args.threshold))
     core_failures = [
