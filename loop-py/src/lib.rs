@@ -13,6 +13,7 @@ mod gil_cell;
 mod handle;
 mod owner;
 mod pyapi;
+mod sockio;
 
 /// Panics with `message`: a test hook proving that a Rust panic inside a
 /// callback reaches the exception handler as a `RuntimeError` and leaves
@@ -26,6 +27,8 @@ fn _test_panic(message: &str) {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_loop::Loop>()?;
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
+    m.add_function(wrap_pyfunction!(sockio::sock_send, m)?)?;
+    m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;
     m.add_class::<handle::Handle>()?;
     m.add_class::<handle::TimerHandle>()?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;

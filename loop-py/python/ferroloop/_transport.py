@@ -20,6 +20,7 @@ from asyncio import constants, trsock
 from typing import Any
 
 from ._flow import FlowControl
+from ._native import sock_recv_into, sock_send
 
 logger = logging.getLogger("asyncio")
 
@@ -190,7 +191,7 @@ class SocketTransport(FlowControl, asyncio.Transport):
             return
         buffer = self._read_buffer
         try:
-            nbytes = self._sock.recv_into(buffer.buffer)  # type: ignore[union-attr]
+            nbytes = sock_recv_into(self._sock_fd, buffer.buffer)
         except _WOULD_BLOCK:
             return
         except (SystemExit, KeyboardInterrupt):
@@ -276,7 +277,7 @@ class SocketTransport(FlowControl, asyncio.Transport):
             return
         if not self._buffer:
             try:
-                sent = self._sock.send(data)  # type: ignore[union-attr]
+                sent = sock_send(self._sock_fd, data)
             except _WOULD_BLOCK:
                 sent = 0
             except (SystemExit, KeyboardInterrupt):
@@ -298,7 +299,7 @@ class SocketTransport(FlowControl, asyncio.Transport):
         if self._conn_lost or not self._buffer:
             return
         try:
-            sent = self._sock.send(self._buffer)  # type: ignore[union-attr]
+            sent = sock_send(self._sock_fd, self._buffer)
         except _WOULD_BLOCK:
             return
         except (SystemExit, KeyboardInterrupt):

@@ -1,0 +1,58 @@
+//! Socket reads and writes for the transports, with the GIL kept.
+//!
+//! Python's `socket.send`/`recv_into` release and re-take the GIL around
+//! every call. On a non-blocking socket the syscall never waits, so the
+//! round trip through the GIL is pure overhead (two per echoed message);
+//! these do the same syscalls without it. Errors are the `OSError`
+//! subclasses the socket methods raise (`BlockingIOError`, …).
+
+use crate::errors::os_error;
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes};
+use std::io;
+use std::os::fd::RawFd;
+
+fn check(rc: isize) -> PyResult<usize> {
+    if rc < 0 {
+        Err(os_error(&io::Error::last_os_error()))
+    } else {
+        Ok(rc as usize)
+    }
+}
+
+fn send_slice(fd: RawFd, data: &[u8]) -> PyResult<usize> {
+    // SAFETY: `data` is a live, initialised slice for the duration of the
+    // call; MSG_NOSIGNAL turns a closed peer into EPIPE instead of SIGPIPE.
+    check(unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) })
+}
+
+/// `sock.send(data)` on fd `fd`: the bytes sent.
+#[pyfunction]
+pub fn sock_send(fd: RawFd, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if let Ok(bytes) = data.cast::<PyBytes>() {
+        return send_slice(fd, bytes.as_bytes());
+    }
+    let buffer = PyBuffer::<u8>::get(data)?;
+    if !buffer.is_c_contiguous() {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "a contiguous buffer is required",
+        ));
+    }
+    // SAFETY: the buffer is C-contiguous and stays acquired (and so alive
+    // and unresized) while `buffer` lives; we only read it.
+    let slice =
+        unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) };
+    send_slice(fd, slice)
+}
+
+/// `sock.recv_into(buffer)` on fd `fd`: the bytes received (0: EOF).
+#[pyfunction]
+pub fn sock_recv_into(fd: RawFd, buffer: &Bound<'_, PyByteArray>) -> PyResult<usize> {
+    // SAFETY: no Python code runs while the slice is in use (the GIL is
+    // held and recv calls back into nothing), so the bytearray cannot be
+    // resized or freed under it.
+    let slice = unsafe { buffer.as_bytes_mut() };
+    // SAFETY: `slice` is a live, writable region of `slice.len()` bytes.
+    check(unsafe { libc::recv(fd, slice.as_mut_ptr().cast(), slice.len(), 0) })
+}
