@@ -10,46 +10,27 @@ import logging
 import os
 import socket
 import stat
-import warnings
-from asyncio import trsock
 from typing import Any, Callable
 
-from ._flow import FlowControl
-from ._transport import LOG_THRESHOLD_FOR_CONNLOST_WRITES, _set_result_unless_cancelled
+from ._transport import LOG_THRESHOLD_FOR_CONNLOST_WRITES, SocketTransportBase, _set_result_unless_cancelled
 
 logger = logging.getLogger("asyncio")
 
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
 
 
-class DatagramTransport(FlowControl, asyncio.DatagramTransport, asyncio.Transport):
+class DatagramTransport(SocketTransportBase, asyncio.DatagramTransport, asyncio.Transport):
     """A datagram socket as an asyncio transport. Like asyncio's own, it is
     also an ``asyncio.Transport`` (``isinstance`` checks in the wild)."""
 
     def __init__(self, loop: Any, sock: socket.socket, protocol: Any, address: Any = None,
                  waiter: Any = None, extra: dict[str, Any] | None = None) -> None:
         super().__init__(extra)
-        self._extra["socket"] = trsock.TransportSocket(sock)
-        try:
-            self._extra["sockname"] = sock.getsockname()
-        except OSError:
-            self._extra["sockname"] = None
-        if "peername" not in self._extra:
-            try:
-                self._extra["peername"] = sock.getpeername()
-            except OSError:
-                self._extra["peername"] = None
-        self._loop = loop
-        self._sock: socket.socket | None = sock
-        self._sock_fd = sock.fileno()
-        self._protocol = protocol
+        self._init_socket(loop, sock)
+        self.set_protocol(protocol)
         self._address = address
         self._buffer: collections.deque[tuple[bytes, Any]] = collections.deque()
         self._buffer_size = 0
-        self._conn_lost = 0
-        self._closing = False
-        self._paused = False
-        self._init_flow_control()
         loop._transports[self._sock_fd] = self
         loop.call_soon(protocol.connection_made, self)
         loop.call_soon(self._add_reader)
@@ -60,19 +41,9 @@ class DatagramTransport(FlowControl, asyncio.DatagramTransport, asyncio.Transpor
         state = "closed" if self._sock is None else ("closing" if self._closing else "open")
         return f"<{type(self).__name__} {state} fd={self._sock_fd}>"
 
-    def __del__(self, _warn: Any = warnings.warn) -> None:
-        if self._sock is not None:
-            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
-            self._sock.close()
-
     def set_protocol(self, protocol: Any) -> None:
         self._protocol = protocol
-
-    def get_protocol(self) -> Any:
-        return self._protocol
-
-    def is_closing(self) -> bool:
-        return self._closing
+        self._protocol_connected = True
 
     def get_write_buffer_size(self) -> int:
         return self._buffer_size
@@ -162,48 +133,9 @@ class DatagramTransport(FlowControl, asyncio.DatagramTransport, asyncio.Transpor
             if self._closing:
                 self._call_connection_lost(None)
 
-    def close(self) -> None:
-        if self._closing:
-            return
-        self._closing = True
-        self._loop._remove_reader(self._sock_fd)
-        if not self._buffer:
-            self._conn_lost += 1
-            self._loop.call_soon(self._call_connection_lost, None)
-
-    def abort(self) -> None:
-        self._force_close(None)
-
-    def _fatal_error(self, exc: BaseException, message: str) -> None:
-        if isinstance(exc, OSError):
-            if self._loop.get_debug():
-                logger.debug("%r: %s", self, message, exc_info=True)
-        else:
-            self._loop.call_exception_handler({"message": message, "exception": exc, "transport": self, "protocol": self._protocol})
-        self._force_close(exc)
-
-    def _force_close(self, exc: BaseException | None) -> None:
-        if self._conn_lost:
-            return
-        if self._buffer:
-            self._buffer.clear()
-            self._buffer_size = 0
-            self._loop._remove_writer(self._sock_fd)
-        if not self._closing:
-            self._closing = True
-            self._loop._remove_reader(self._sock_fd)
-        self._conn_lost += 1
-        self._loop.call_soon(self._call_connection_lost, exc)
-
-    def _call_connection_lost(self, exc: BaseException | None) -> None:
-        try:
-            self._protocol.connection_lost(exc)
-        finally:
-            if self._sock is not None:
-                self._loop._transports.pop(self._sock_fd, None)
-                self._sock.close()
-                self._sock = None
-            self._protocol = None
+    def _drop_write_buffer(self) -> None:
+        self._buffer.clear()
+        self._buffer_size = 0
 
 
 class DatagramOps:

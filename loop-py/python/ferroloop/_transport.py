@@ -73,16 +73,17 @@ def _detach(server: Any, transport: Any) -> None:
         server._detach()
 
 
-class SocketTransport(FlowControl, asyncio.Transport):
-    """A connected stream socket (TCP or Unix) as an asyncio transport."""
+class SocketTransportBase(FlowControl):
+    """What the stream and datagram socket transports share (asyncio's
+    ``_SelectorTransport``): the socket and its extra info, the loop's
+    transport registry, closing, and losing the connection. Subclasses say
+    how their write buffer empties (``_drop_write_buffer``) and what else
+    goes when the connection is lost (``_after_connection_lost``)."""
 
-    _start_tls_compatible = True
-    _sendfile_compatible = constants._SendfileMode.TRY_NATIVE
+    _extra: dict[str, Any]
+    _buffer: Any
 
-    def __init__(self, loop: Any, sock: socket.socket, protocol: asyncio.BaseProtocol,
-                 waiter: asyncio.Future[Any] | None = None, extra: dict[str, Any] | None = None,
-                 server: Any = None) -> None:
-        super().__init__(extra)
+    def _init_socket(self, loop: Any, sock: socket.socket) -> None:
         self._extra["socket"] = trsock.TransportSocket(sock)
         try:
             self._extra["sockname"] = sock.getsockname()
@@ -94,22 +95,103 @@ class SocketTransport(FlowControl, asyncio.Transport):
             except OSError:
                 self._extra["peername"] = None
         self._loop = loop
-        self._read_buffer: ReadBuffer = loop._read_buffer
-        self._read_eof = False
-        self._read_ready: Any = None
         self._sock: socket.socket | None = sock
         self._sock_fd = sock.fileno()
         self._protocol: Any = None
         self._protocol_connected = False
-        self.set_protocol(protocol)
-        self._server = server
-        self._buffer = bytearray()
         self._conn_lost = 0
         self._closing = False
         self._paused = False
+        self._init_flow_control()
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if getattr(self, "_sock", None) is not None:
+            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
+            self._sock.close()  # type: ignore[union-attr]
+
+    def get_protocol(self) -> Any:
+        return self._protocol
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._loop._remove_reader(self._sock_fd)
+        if not self._buffer:
+            self._conn_lost += 1
+            self._loop._remove_writer(self._sock_fd)
+            self._loop.call_soon(self._call_connection_lost, None)
+
+    def abort(self) -> None:
+        self._force_close(None)
+
+    def _drop_write_buffer(self) -> None:
+        raise NotImplementedError
+
+    def _after_connection_lost(self) -> None:
+        """Subclass clean-up once the protocol heard of the loss."""
+
+    def _fatal_error(self, exc: BaseException, message: str = "Fatal error on transport") -> None:
+        if isinstance(exc, OSError):
+            # Resets and broken pipes are the peer's doing: not the loop's news.
+            if self._loop.get_debug():
+                logger.debug("%r: %s", self, message, exc_info=True)
+        else:
+            self._loop.call_exception_handler({
+                "message": message,
+                "exception": exc,
+                "transport": self,
+                "protocol": self._protocol,
+            })
+        self._force_close(exc)
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        if self._conn_lost:
+            return
+        if self._buffer:
+            self._drop_write_buffer()
+            self._loop._remove_writer(self._sock_fd)
+        if not self._closing:
+            self._closing = True
+            self._loop._remove_reader(self._sock_fd)
+        self._conn_lost += 1
+        self._loop.call_soon(self._call_connection_lost, exc)
+
+    def _call_connection_lost(self, exc: BaseException | None) -> None:
+        try:
+            if self._protocol_connected:
+                self._protocol.connection_lost(exc)
+        finally:
+            if self._sock is not None:
+                self._loop._transports.pop(self._sock_fd, None)
+                self._sock.close()
+                self._sock = None
+            self._protocol = None
+            self._after_connection_lost()
+
+
+class SocketTransport(SocketTransportBase, asyncio.Transport):
+    """A connected stream socket (TCP or Unix) as an asyncio transport."""
+
+    _start_tls_compatible = True
+    _sendfile_compatible = constants._SendfileMode.TRY_NATIVE
+
+    def __init__(self, loop: Any, sock: socket.socket, protocol: asyncio.BaseProtocol,
+                 waiter: asyncio.Future[Any] | None = None, extra: dict[str, Any] | None = None,
+                 server: Any = None) -> None:
+        super().__init__(extra)
+        self._init_socket(loop, sock)
+        self._read_buffer: ReadBuffer = loop._read_buffer
+        self._read_eof = False
+        self._read_ready: Any = None
+        self.set_protocol(protocol)
+        self._server = server
+        self._buffer = bytearray()
         self._eof = False
         self._empty_waiter: asyncio.Future[None] | None = None
-        self._init_flow_control()
         if server is not None:
             try:
                 _attach(server, self)
@@ -137,11 +219,6 @@ class SocketTransport(FlowControl, asyncio.Transport):
             info.append(f"write=<{'polling' if self._buffer else 'idle'}, bufsize={len(self._buffer)}>")
         return "<{}>".format(" ".join(info))
 
-    def __del__(self, _warn: Any = warnings.warn) -> None:
-        if self._sock is not None:
-            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
-            self._sock.close()
-
     # -- protocol ------------------------------------------------------------------
 
     def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
@@ -157,9 +234,6 @@ class SocketTransport(FlowControl, asyncio.Transport):
         # frame per read), so a switch of mode re-registers it.
         if switched and self.is_reading() and not self._read_eof:
             self._loop._add_reader(self._sock_fd, self._read_ready)
-
-    def get_protocol(self) -> asyncio.BaseProtocol:
-        return self._protocol
 
     # -- reading -------------------------------------------------------------------
 
@@ -359,62 +433,14 @@ class SocketTransport(FlowControl, asyncio.Transport):
 
     # -- closing -------------------------------------------------------------------
 
-    def is_closing(self) -> bool:
-        return self._closing
+    def _drop_write_buffer(self) -> None:
+        self._buffer.clear()
 
-    def close(self) -> None:
-        if self._closing:
-            return
-        self._closing = True
-        self._loop._remove_reader(self._sock_fd)
-        if not self._buffer:
-            self._conn_lost += 1
-            self._loop._remove_writer(self._sock_fd)
-            self._loop.call_soon(self._call_connection_lost, None)
-
-    def abort(self) -> None:
-        self._force_close(None)
-
-    def _fatal_error(self, exc: BaseException, message: str = "Fatal error on transport") -> None:
-        if isinstance(exc, OSError):
-            # Resets and broken pipes are the peer's doing: not the loop's news.
-            if self._loop.get_debug():
-                logger.debug("%r: %s", self, message, exc_info=True)
-        else:
-            self._loop.call_exception_handler({
-                "message": message,
-                "exception": exc,
-                "transport": self,
-                "protocol": self._protocol,
-            })
-        self._force_close(exc)
-
-    def _force_close(self, exc: BaseException | None) -> None:
-        if self._conn_lost:
-            return
-        if self._buffer:
-            self._buffer.clear()
-            self._loop._remove_writer(self._sock_fd)
-        if not self._closing:
-            self._closing = True
-            self._loop._remove_reader(self._sock_fd)
-        self._conn_lost += 1
-        self._loop.call_soon(self._call_connection_lost, exc)
-
-    def _call_connection_lost(self, exc: BaseException | None) -> None:
-        try:
-            if self._protocol_connected:
-                self._protocol.connection_lost(exc)
-        finally:
-            if self._sock is not None:
-                self._loop._transports.pop(self._sock_fd, None)
-                self._sock.close()
-                self._sock = None
-            self._protocol = None
-            server = self._server
-            if server is not None:
-                _detach(server, self)
-                self._server = None
+    def _after_connection_lost(self) -> None:
+        server = self._server
+        if server is not None:
+            _detach(server, self)
+            self._server = None
         # A sendfile() waiting for the buffer to drain learns of the loss.
         if self._empty_waiter is not None and not self._empty_waiter.done():
             self._empty_waiter.set_exception(ConnectionError("Connection is closed by peer"))
