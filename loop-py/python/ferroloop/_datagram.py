@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import os
 import socket
-import stat
 from typing import Any, Callable
 
+from ._streams import remove_stale_unix_socket
 from ._transport import LOG_THRESHOLD_FOR_CONNLOST_WRITES, SocketTransportBase, _set_result_unless_cancelled
 
 logger = logging.getLogger("asyncio")
@@ -210,14 +209,8 @@ class DatagramOps:
             for addr in (local_addr, remote_addr):
                 if addr is not None and not isinstance(addr, str):
                     raise TypeError("string is expected")
-            if local_addr and local_addr[0] not in (0, "\x00"):
-                try:
-                    if stat.S_ISSOCK(os.stat(local_addr).st_mode):
-                        os.remove(local_addr)
-                except FileNotFoundError:
-                    pass
-                except OSError as err:
-                    logger.error("Unable to check or remove stale UNIX socket %r: %r", local_addr, err)
+            if local_addr:
+                remove_stale_unix_socket(local_addr)
             return [((family, proto), (local_addr, remote_addr))]
         by_key: dict[tuple[int, int], list[Any]] = {}
         for index, addr in ((0, local_addr), (1, remote_addr)):

@@ -91,6 +91,20 @@ def _numeric_addrinfo(host: Any, port: Any, family: int, type_: int, proto: int,
     return None
 
 
+def remove_stale_unix_socket(path: Any) -> None:
+    """Remove a socket file left by an earlier server at ``path`` (never a
+    regular file: that would be the user's data; abstract names have none)."""
+    if path[0] in (0, "\x00"):
+        return
+    try:
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        logger.error("Unable to check or remove stale UNIX socket %r: %r", path, err)
+
+
 def _interleave(infos: list[Any], first_family_count: int = 1) -> list[Any]:
     """Alternate address families (RFC 8305), starting with
     ``first_family_count`` addresses of the first family."""
@@ -482,16 +496,7 @@ class StreamOps:
                 raise ValueError("path and sock can not be specified at the same time")
             path = os.fspath(path)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            # A stale socket file from a previous server is removed (not a
-            # regular file: that would be the user's data).
-            if path[0] not in (0, "\x00"):
-                try:
-                    if stat.S_ISSOCK(os.stat(path).st_mode):
-                        os.remove(path)
-                except FileNotFoundError:
-                    pass
-                except OSError as err:
-                    logger.error("Unable to check or remove stale UNIX socket %r: %r", path, err)
+            remove_stale_unix_socket(path)
             try:
                 sock.bind(path)
             except OSError as exc:
