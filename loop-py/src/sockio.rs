@@ -47,12 +47,28 @@ pub fn sock_send(fd: RawFd, data: &Bound<'_, PyAny>) -> PyResult<usize> {
 }
 
 /// `sock.recv_into(buffer)` on fd `fd`: the bytes received (0: EOF).
+/// `buffer` is a bytearray (the transports' read buffer) or any writable,
+/// contiguous buffer a `BufferedProtocol.get_buffer()` returns.
 #[pyfunction]
-pub fn sock_recv_into(fd: RawFd, buffer: &Bound<'_, PyByteArray>) -> PyResult<usize> {
-    // SAFETY: no Python code runs while the slice is in use (the GIL is
-    // held and recv calls back into nothing), so the bytearray cannot be
-    // resized or freed under it.
-    let slice = unsafe { buffer.as_bytes_mut() };
-    // SAFETY: `slice` is a live, writable region of `slice.len()` bytes.
-    check(unsafe { libc::recv(fd, slice.as_mut_ptr().cast(), slice.len(), 0) })
+pub fn sock_recv_into(fd: RawFd, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if let Ok(bytearray) = buffer.cast::<PyByteArray>() {
+        // SAFETY: no Python code runs while the slice is in use (the GIL is
+        // held and recv calls back into nothing), so the bytearray cannot
+        // be resized or freed under it.
+        let slice = unsafe { bytearray.as_bytes_mut() };
+        return recv_slice(fd, slice.as_mut_ptr(), slice.len());
+    }
+    let view = PyBuffer::<u8>::get(buffer)?;
+    if view.readonly() || !view.is_c_contiguous() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "a writable contiguous buffer is required",
+        ));
+    }
+    recv_slice(fd, view.buf_ptr() as *mut u8, view.len_bytes())
+}
+
+fn recv_slice(fd: RawFd, ptr: *mut u8, len: usize) -> PyResult<usize> {
+    // SAFETY: the caller passes a live, writable region of `len` bytes that
+    // stays valid (buffer export or GIL held) for the duration of the call.
+    check(unsafe { libc::recv(fd, ptr.cast(), len, 0) })
 }

@@ -298,7 +298,7 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
             self._fatal_error(exc, "Fatal error: protocol.get_buffer() call failed.")
             return
         try:
-            nbytes = self._sock.recv_into(buf)  # type: ignore[union-attr]
+            nbytes = sock_recv_into(self._sock_fd, buf)
         except _WOULD_BLOCK:
             return
         except (SystemExit, KeyboardInterrupt):
