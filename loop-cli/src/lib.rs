@@ -1,0 +1,270 @@
+//! ferroloop's command line: argv in, [`Settings`] out.
+//!
+//! This crate is the grammar, validation and `--help` text of
+//! `ferroloop APP [options]` (and `python -m ferroloop APP [options]`). It is
+//! pure Rust with no Python and no I/O: it never prints, exits, or touches
+//! the network. `loop-py` links it into the extension module, hands it
+//! `sys.argv[1:]`, and acts on the [`Command`]: serve with the
+//! [`Settings`], print [`help()`] or the version, or print
+//! [`CliError::report`] to stderr and exit with [`CliError::exit_code`] (2).
+//!
+//! ```
+//! use loop_cli::{parse, Command, LogLevel};
+//!
+//! let Ok(Command::Run(s)) = parse(["myapp:app", "--port", "0", "--log-level=DEBUG"]) else {
+//!     panic!("expected settings");
+//! };
+//! assert_eq!((s.app.as_str(), s.port, s.log_level), ("myapp:app", 0, LogLevel::Debug));
+//! assert_eq!(
+//!     parse(["myapp:app", "--prot", "80"]).err().map(|e| e.to_string()).as_deref(),
+//!     Some("unknown option '--prot' (did you mean '--port'?)"),
+//! );
+//! ```
+//!
+//! # Grammar
+//!
+//! * `APP` is the only positional argument and must appear exactly once,
+//!   anywhere among the options; it is `module:attribute` (see
+//!   [`validate_app`]).
+//! * Options are long (`--port`), plus `-h`. A value is given as
+//!   `--opt VALUE` or `--opt=VALUE`. In the separate form, the next
+//!   argument is taken as the value unless it looks like an option itself
+//!   (starts with `-`, is not `-`, and is not a negative number), so
+//!   `--host --port 80` is "needs a value" rather than a host named
+//!   `--port`; the `=` form accepts any value (`--root-path=-x`).
+//! * Flags (`--access-log`, `--no-access-log`, `--version`, `-h`) take no
+//!   value: `--access-log=1` is an error.
+//! * A repeated option is applied again: the last one wins.
+//! * `--` ends the options; everything after it is positional.
+//! * `-h`/`--help` and `--version` win over everything else before `--`,
+//!   including errors (click's eager options): `--prot 1 --help` shows help.
+//! * `--host`/`--port` together with `--uds` or `--fd` are accepted and
+//!   ignored, as uvicorn does ([`Settings::listen`]); `--uds` with `--fd`
+//!   is an error.
+//! * Arguments must be UTF-8, except a `--uds` path on Unix, which may be any
+//!   bytes (as `OsString`s built from `os.fsencode` carry them).
+//!
+//! # Adding an option
+//!
+//! One row in the option table and one arm in `apply`, both in
+//! `src/options.rs`; parsing, `--help` and suggestions read the table.
+
+mod error;
+mod help;
+mod options;
+mod settings;
+mod suggest;
+
+use std::ffi::{OsStr, OsString};
+
+pub use error::{AppProblem, CliError, USAGE_EXIT_CODE};
+pub use help::help;
+pub use settings::{Lifespan, Listen, LogLevel, Settings};
+
+use options::{Arity, Exit, Given};
+
+/// The program name [`parse`] uses in help text.
+pub const DEFAULT_PROG: &str = "ferroloop";
+
+/// This crate's version, which is the ferroloop version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the command line asks the program to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Serve an application.
+    Run(Settings),
+    /// Print this help text to stdout and exit with 0.
+    Help(String),
+    /// Print the version to stdout and exit with 0.
+    Version,
+}
+
+/// Parses `args` (without the program name) as `ferroloop APP [options]`.
+/// Help text names the program [`DEFAULT_PROG`]; use [`parse_with_prog`]
+/// for `python -m ferroloop`.
+pub fn parse<I, S>(args: I) -> Result<Command, CliError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    parse_with_prog(DEFAULT_PROG, args)
+}
+
+/// [`parse`], with `prog` as the program name in [`Command::Help`] text.
+pub fn parse_with_prog<I, S>(prog: &str, args: I) -> Result<Command, CliError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(exit) = eager_exit(&args) {
+        return Ok(exit_command(exit, prog));
+    }
+
+    let mut settings = Settings::new(String::new());
+    let mut app: Option<String> = None;
+    let mut options_done = false;
+    let mut rest = args.into_iter().peekable();
+    while let Some(arg) = rest.next() {
+        if options_done || !is_option(&arg) {
+            set_app(&mut app, arg)?;
+            continue;
+        }
+        if arg == "--" {
+            options_done = true;
+            continue;
+        }
+        let (name, inline) = split_option(&arg)?;
+        let Some((spec, option, on)) = options::lookup(&name) else {
+            return Err(CliError::UnknownOption {
+                suggestion: suggest::suggest(&name),
+                option: name,
+            });
+        };
+        let value = match spec.arity {
+            Arity::Flag | Arity::Switch { .. } => match inline {
+                Some(_) => return Err(CliError::UnexpectedValue { option }),
+                None => None,
+            },
+            Arity::Value { .. } => match inline {
+                Some(v) => Some(v),
+                None => Some(
+                    rest.next_if(|next| !is_option(next) || is_negative_number(next))
+                        .ok_or(CliError::MissingValue { option })?,
+                ),
+            },
+        };
+        if let Some(exit) = options::apply(&mut settings, spec.key, Given { option, value, on })? {
+            return Ok(exit_command(exit, prog));
+        }
+    }
+
+    settings.app = app.ok_or(CliError::MissingApp)?;
+    options::check_conflicts(&settings)?;
+    Ok(Command::Run(settings))
+}
+
+/// Checks that `app` is `module:attribute`: exactly one `':'`, a module path
+/// of dotted Python identifiers (`pkg.main`) before it, and an attribute
+/// path of dotted identifiers (`app`, `factory.app`) after it. Identifiers
+/// are checked the way Python spells them, Unicode letters included;
+/// keywords are not rejected here (the import will fail on them).
+pub fn validate_app(app: &str) -> Result<(), CliError> {
+    let fail = |problem| {
+        Err(CliError::InvalidApp {
+            app: app.to_owned(),
+            problem,
+        })
+    };
+    let Some((module, attr)) = app.split_once(':') else {
+        return fail(AppProblem::MissingColon);
+    };
+    if attr.contains(':') {
+        return fail(AppProblem::ExtraColon);
+    }
+    if module.is_empty() {
+        return fail(AppProblem::EmptyModule);
+    }
+    if attr.is_empty() {
+        return fail(AppProblem::EmptyAttribute);
+    }
+    if !is_dotted_name(module) {
+        return fail(AppProblem::BadModule);
+    }
+    if !is_dotted_name(attr) {
+        return fail(AppProblem::BadAttribute);
+    }
+    Ok(())
+}
+
+fn is_dotted_name(s: &str) -> bool {
+    s.split('.').all(is_identifier)
+}
+
+/// An approximation of Python's `str.isidentifier()`: a letter or `_`, then
+/// letters, digits or `_`.
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+fn exit_command(exit: Exit, prog: &str) -> Command {
+    match exit {
+        Exit::Help => Command::Help(help(prog)),
+        Exit::Version => Command::Version,
+    }
+}
+
+/// The first `-h`, `--help` or `--version` before `--`. Such a token is
+/// never a value (it looks like an option), so this agrees with the main
+/// pass about which tokens are options.
+fn eager_exit(args: &[OsString]) -> Option<Exit> {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .filter_map(|a| a.to_str())
+        .filter_map(options::lookup)
+        .find_map(|(spec, _, _)| spec.exit())
+}
+
+/// Starts with `-` and is not `-` alone (which, as for most tools, is a
+/// positional).
+fn is_option(arg: &OsStr) -> bool {
+    let b = arg.as_encoded_bytes();
+    b.len() > 1 && b.starts_with(b"-")
+}
+
+/// `-` followed by digits: a value such as `--fd -1`, not an option, so it
+/// reaches validation and gets a precise message.
+fn is_negative_number(arg: &OsStr) -> bool {
+    arg.to_str()
+        .and_then(|s| s.strip_prefix('-'))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn set_app(app: &mut Option<String>, arg: OsString) -> Result<(), CliError> {
+    let arg = arg.into_string().map_err(|a| CliError::NonUtf8 {
+        arg: a.to_string_lossy().into_owned(),
+    })?;
+    if app.is_some() {
+        return Err(CliError::UnexpectedArgument { arg });
+    }
+    validate_app(&arg)?;
+    *app = Some(arg);
+    Ok(())
+}
+
+/// Splits `--name=value` at the first `=`. The name must be UTF-8; the value
+/// stays an `OsString` so a `--uds=PATH` may hold non-UTF-8 bytes on Unix.
+fn split_option(arg: &OsStr) -> Result<(String, Option<OsString>), CliError> {
+    if let Some(s) = arg.to_str() {
+        return Ok(match s.split_once('=') {
+            Some((name, value)) => (name.to_owned(), Some(value.into())),
+            None => (s.to_owned(), None),
+        });
+    }
+    split_non_utf8(arg)
+}
+
+#[cfg(unix)]
+fn split_non_utf8(arg: &OsStr) -> Result<(String, Option<OsString>), CliError> {
+    use std::os::unix::ffi::OsStrExt;
+
+    let bytes = arg.as_bytes();
+    let non_utf8 = || CliError::NonUtf8 {
+        arg: arg.to_string_lossy().into_owned(),
+    };
+    let eq = bytes.iter().position(|&b| b == b'=').ok_or_else(non_utf8)?;
+    let (name, value) = bytes.split_at(eq);
+    let name = std::str::from_utf8(name).map_err(|_| non_utf8())?;
+    let value = value.strip_prefix(b"=").unwrap_or(value);
+    Ok((name.to_owned(), Some(OsStr::from_bytes(value).to_owned())))
+}
+
+#[cfg(not(unix))]
+fn split_non_utf8(arg: &OsStr) -> Result<(String, Option<OsString>), CliError> {
+    Err(CliError::NonUtf8 {
+        arg: arg.to_string_lossy().into_owned(),
+    })
+}
