@@ -1,7 +1,7 @@
-"""ferroloop demo: a small asyncio program run on ferroloop, a demo ASGI
-app served on a ferroloop loop (by uvicorn until ferroloop's own HTTP server
-lands) and queried over real sockets, then the same scheduling work timed on
-ferroloop and on the stdlib loop side by side.
+"""ferroloop demo: a small asyncio program run on ferroloop, the demo ASGI
+app (`examples/app.py`) served by ferroloop's native HTTP server and queried
+over real sockets, then the same scheduling work timed on ferroloop and on
+the stdlib loop side by side.
 
     cargo xtask demo          # builds ferroloop into .venv and runs this
 """
@@ -56,32 +56,27 @@ async def showcase() -> None:
         print("asyncio.timeout: a 10 s sleep was cut off after 50 ms")
 
 
-async def demo_app(scope, receive, send) -> None:
-    """The demo ASGI app: says which loop served the request."""
-    if scope["type"] != "http":
-        return
-    loop = asyncio.get_running_loop()
-    body = f"Hello from {type(loop).__module__}: {scope['method']} {scope['path']}\n".encode()
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-
-
 async def serve_demo_app() -> None:
+    """Serve examples/app.py with ferroloop's own server and query it."""
     import httpx
-    import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(demo_app, host="127.0.0.1", port=0, log_level="warning", loop="none"))
+    from app import app
+
+    server = ferroloop.Server(ferroloop.Config(app, port=0, log_level="warning"))
     serving = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    async with httpx.AsyncClient() as client:
-        responses = await asyncio.gather(*(client.get(f"http://127.0.0.1:{port}/item/{i}") for i in range(3)))
-    for response in responses:
-        print(f"ASGI app on ferroloop: {response.status_code} {response.text.strip()}")
+    base = "http://127.0.0.1:%d" % server.sockets[0].getsockname()[1]
+    async with httpx.AsyncClient(base_url=base) as client:
+        for response in await asyncio.gather(client.get("/"), client.get("/json?x=1"), client.get("/stream")):
+            text = response.text.strip().replace("\n", " | ")
+            print(f"GET {response.request.url.raw_path.decode():10} {response.status_code} {text}")
+        upload = b"x" * (1 << 20)
+        echoed = await client.post("/echo", content=upload)
+        print(f"POST /echo (1 MiB, streamed back chunked): {echoed.status_code}, {len(echoed.content)} bytes, intact: {echoed.content == upload}")
     server.should_exit = True
     await serving
+    print("  serve it yourself: .venv/bin/ferroloop examples.app:app  (then curl http://127.0.0.1:8000/)")
 
 
 def chain(loop: asyncio.AbstractEventLoop, n: int) -> float:

@@ -7,6 +7,8 @@
 
 use pyo3::prelude::*;
 
+mod asgi;
+mod cli;
 mod errors;
 mod event_loop;
 mod gil_cell;
@@ -31,6 +33,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;
     m.add_class::<handle::Handle>()?;
     m.add_class::<handle::TimerHandle>()?;
+    asgi::register(m)?;
+    m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -4,10 +4,23 @@
     ferroloop.run(main())                      # like asyncio.run
     asyncio.Runner(loop_factory=ferroloop.new_event_loop)
     ferroloop.install()                        # policy, before asyncio.run
+    ferroloop.serve(app, "127.0.0.1", 8000)    # the native ASGI server
 """
 
 from ._loop import Loop
 from ._native import __version__
 from ._policy import EventLoopPolicy, install, new_event_loop, run
+from .server import ClientDisconnected, Config, Server, serve
 
-__all__ = ["EventLoopPolicy", "Loop", "__version__", "install", "new_event_loop", "run"]
+__all__ = [
+    "ClientDisconnected",
+    "Config",
+    "EventLoopPolicy",
+    "Loop",
+    "Server",
+    "__version__",
+    "install",
+    "new_event_loop",
+    "run",
+    "serve",
+]

@@ -19,7 +19,7 @@ import threading
 import traceback
 import warnings
 import weakref
-from asyncio import events, futures, tasks
+from asyncio import base_events, events, futures, tasks
 from typing import Any, Awaitable, Callable, TypeVar
 
 from . import _native
@@ -39,13 +39,10 @@ def _debug_from_environment() -> bool:
     return bool(sys.flags.dev_mode or (not sys.flags.ignore_environment and os.environ.get("PYTHONASYNCIODEBUG")))
 
 
-def _run_until_complete_cb(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        exc = fut.exception()
-        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
-            # The exception propagates out of run_forever by itself.
-            return
-    futures._get_loop(fut).stop()
+# The stdlib's own callback, not a copy: anyio finds the root task (for
+# worker threads) by looking for exactly this function among a task's
+# done callbacks.
+_run_until_complete_cb = base_events._run_until_complete_cb
 
 
 class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketOps, asyncio.AbstractEventLoop):

@@ -49,7 +49,7 @@ pub(super) fn fileobj_to_fd(obj: &Bound<'_, PyAny>) -> PyResult<RawFd> {
 
 impl Loop {
     /// Set or replace the reader (or writer) of `fd`.
-    pub(super) fn add_fd_callback(
+    pub(crate) fn add_fd_callback(
         slf: &Bound<'_, Self>,
         fd: &Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
@@ -108,7 +108,7 @@ impl Loop {
         Ok(registered)
     }
 
-    pub(super) fn remove_fd_callback(
+    pub(crate) fn remove_fd_callback(
         slf: &Bound<'_, Self>,
         fd: &Bound<'_, PyAny>,
         write: bool,

@@ -351,7 +351,7 @@ impl Loop {
         Loop::new_timer(slf, when, callback, args, context, "call_at")
     }
 
-    fn create_future<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn create_future<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         pyapi::vectorcall(
             pyapi::future_type(py)?,
@@ -362,7 +362,7 @@ impl Loop {
     }
 
     #[pyo3(signature = (coro, *, name=None, context=None, **kwargs))]
-    fn create_task<'py>(
+    pub(crate) fn create_task<'py>(
         slf: &Bound<'py, Self>,
         coro: &Bound<'py, PyAny>,
         name: Option<&Bound<'py, PyAny>>,

@@ -1,0 +1,10 @@
+"""ferroloop's ASGI server: HTTP/1.1 parsed, framed and serialized in Rust.
+
+    ferroloop.serve(app, "127.0.0.1", 8000)          # blocking
+    await ferroloop.Server(ferroloop.Config(app)).serve()   # embedded
+"""
+
+from ._config import Config
+from ._server import ClientDisconnected, Server, serve
+
+__all__ = ["ClientDisconnected", "Config", "Server", "serve"]

@@ -1,0 +1,226 @@
+"""`Server`: binds the listeners, runs lifespan, hands accepted connections
+to the native HTTP server and shuts down gracefully on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import stat
+import threading
+from typing import Any, Callable
+
+from .. import _native
+from ._config import Config
+from ._lifespan import Lifespan
+
+logger = logging.getLogger("ferroloop.error")
+access_logger = logging.getLogger("ferroloop.access")
+
+ClientDisconnected = _native.ClientDisconnected
+ClientDisconnected.__module__ = "ferroloop"
+
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Server:
+    """One ASGI server. `await server.serve()` runs it until `should_exit`
+    is set (or SIGINT/SIGTERM when run in the main thread)."""
+
+    def __init__(self, config: Config) -> None:
+        if not isinstance(config, Config):
+            raise TypeError(f"Server() expects a ferroloop.Config, got {type(config).__name__}")
+        self.config = config
+        self.started = False
+        self.force_exit = False
+        self.sockets: list[socket.socket] = []
+        self._should_exit = False
+        self._exit_event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._native: Any = None
+        self._owned_sockets: list[socket.socket] = []
+        self._uds_path: str | None = None
+
+    @property
+    def should_exit(self) -> bool:
+        return self._should_exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._should_exit = bool(value)
+        if value and self._loop is not None and self._exit_event is not None:
+            # May be set from another thread (tests, embedding apps).
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._exit_event.set)
+
+    async def serve(self) -> None:
+        """Start, serve until asked to stop, then shut down gracefully."""
+        from .._loop import Loop
+
+        loop = asyncio.get_running_loop()
+        if not isinstance(loop, Loop):
+            raise RuntimeError(
+                "ferroloop.Server runs on a ferroloop loop: use ferroloop.run(server.serve()) or ferroloop.serve()"
+            )
+        config = self.config
+        config.configure_logging()
+        app = config.load_app()
+        self._loop = loop
+        self._exit_event = asyncio.Event()
+        if self._should_exit:
+            self._exit_event.set()
+        lifespan = Lifespan(app, config.lifespan)
+        await lifespan.startup()
+        try:
+            self._bind()
+            self._native = _native.HttpServer(
+                loop,
+                app,
+                error_log=logger,
+                access_log=access_logger,
+                root_path=config.root_path,
+                server_header=config.server_header_value(),
+                date_header=config.date_header,
+                proxy_headers=config.proxy_headers,
+                forwarded_allow_ips=config.forwarded_allow_ips,
+                limit_concurrency=config.limit_concurrency,
+                max_request_line=config.max_request_line,
+                max_header_size=config.max_header_size,
+                max_header_count=config.max_header_count,
+                max_body_size=config.max_body_size,
+                timeout_request_head=config.timeout_request_head,
+                timeout_keep_alive=config.timeout_keep_alive,
+                min_body_rate=config.min_body_rate,
+                body_rate_grace=config.body_rate_grace,
+                access_log_enabled=config.access_log,
+            )
+            self._native.set_state(lifespan.state)
+            for sock in self.sockets:
+                self._native.listen(sock.fileno(), sock.family in (socket.AF_INET, socket.AF_INET6))
+            self.started = True
+            self._log_started()
+            with self._signal_handlers(loop):
+                await self._exit_event.wait()
+                await self._shutdown()
+        finally:
+            self._close_sockets()
+            await lifespan.shutdown()
+            self.started = False
+
+    def _bind(self) -> None:
+        config = self.config
+        if config.sock is not None:
+            sock = config.sock
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.listen(config.backlog)
+            self.sockets = [sock]
+            return
+        if config.fd is not None:
+            sock = socket.socket(fileno=config.fd)
+            sock.setblocking(False)
+            with contextlib.suppress(OSError):
+                sock.listen(config.backlog)
+        elif config.uds is not None:
+            path = config.uds
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISSOCK(os.stat(path).st_mode):
+                    os.unlink(path)  # a stale socket from an earlier run
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.bind(path)
+                os.chmod(path, 0o666)
+                sock.listen(config.backlog)
+            except BaseException:
+                sock.close()
+                raise
+            self._uds_path = path
+        else:
+            family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((config.host, config.port))
+                sock.listen(config.backlog)
+            except OSError as exc:
+                sock.close()
+                logger.error("%s", exc)
+                raise
+        sock.setblocking(False)
+        self._owned_sockets = [sock]
+        self.sockets = [sock]
+
+    def _log_started(self) -> None:
+        sock = self.sockets[0]
+        if sock.family == socket.AF_UNIX:
+            where, arg = "unix socket %s", sock.getsockname()
+        elif self.config.fd is not None:
+            where, arg = "socket fd %s", self.config.fd
+        else:
+            host, port = sock.getsockname()[:2]
+            where, arg = ("http://[%s]:%d" if ":" in host else "http://%s:%d"), (host, port)
+        args = arg if isinstance(arg, tuple) else (arg,)
+        logger.info("ferroloop running on " + where + " (Press CTRL+C to quit)", *args)
+
+    @contextlib.contextmanager
+    def _signal_handlers(self, loop: asyncio.AbstractEventLoop):  # type: ignore[no-untyped-def]
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        installed = []
+        try:
+            for sig in HANDLED_SIGNALS:
+                loop.add_signal_handler(sig, self._handle_exit, sig)
+                installed.append(sig)
+            yield
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+    def _handle_exit(self, sig: int) -> None:
+        if self._should_exit and sig == signal.SIGINT:
+            self.force_exit = True  # a second Ctrl-C: stop waiting
+        self.should_exit = True
+
+    async def _shutdown(self) -> None:
+        native = self._native
+        logger.info("Shutting down")
+        native.stop_accepting()
+        self._close_sockets()
+        native.drain()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.timeout_graceful_shutdown
+        if native.connection_count:
+            logger.info("Waiting for connections to close. (CTRL+C to force quit)")
+        while native.connection_count and not self.force_exit and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if native.connection_count:
+            logger.warning("Closing %d connection(s) still open after the graceful shutdown period", native.connection_count)
+        native.close_all()
+        if native.task_count:
+            logger.info("Waiting for background tasks to complete. (CTRL+C to force quit)")
+        while native.task_count and not self.force_exit and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        if native.task_count:
+            logger.warning("%d application task(s) still running after the graceful shutdown period", native.task_count)
+
+    def _close_sockets(self) -> None:
+        for sock in self._owned_sockets:
+            sock.close()
+        self._owned_sockets = []
+        if self._uds_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._uds_path)
+            self._uds_path = None
+
+
+def serve(app: Callable[..., Any] | str, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> None:
+    """Serve `app` until SIGINT/SIGTERM, on a new ferroloop loop. Keyword
+    arguments are `ferroloop.Config`'s."""
+    from .._policy import run
+
+    server = Server(Config(app, host=host, port=port, **kwargs))
+    run(server.serve())

@@ -1,0 +1,51 @@
+//! The native ASGI HTTP/1.1 server: a connection is a Rust state machine
+//! (socket → `loop-http` codec → ASGI exchange) and Python sees only
+//! `app(scope, receive, send)`.
+//!
+//! - [`server`]: listeners, accepting, the connection registry, timeouts.
+//! - [`connection`]: one connection's I/O and request sequencing.
+//! - [`exchange`]: one request's `receive`/`send` and response state.
+//! - [`scope`]: the scope and messages as Python objects.
+//! - [`proxy`]: trusted proxy headers.
+//! - [`settings`], [`sys`]: configuration, raw socket calls.
+
+mod app_task;
+mod connection;
+mod exchange;
+mod proxy;
+mod scope;
+mod server;
+mod settings;
+mod sys;
+
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    ferroloop,
+    ClientDisconnected,
+    pyo3::exceptions::PyOSError,
+    "Raised by an ASGI `send()` after the client went away."
+);
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<server::HttpServer>()?;
+    m.add_class::<connection::HttpConnection>()?;
+    m.add_class::<exchange::Receive>()?;
+    m.add_class::<exchange::Send>()?;
+    m.add_class::<app_task::AppTask>()?;
+    m.add(
+        "ClientDisconnected",
+        m.py().get_type::<ClientDisconnected>(),
+    )?;
+    m.add("ASGI_SPEC_VERSION", scope::SPEC_VERSION)?;
+    m.add_function(wrap_pyfunction!(_check_forwarded_allow_ips, m)?)?;
+    Ok(())
+}
+
+/// Validate a `forwarded_allow_ips` list the way the server will read it.
+#[pyfunction]
+fn _check_forwarded_allow_ips(spec: &str) -> PyResult<()> {
+    proxy::Trust::parse(spec)
+        .map(drop)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("forwarded_allow_ips: {e}")))
+}

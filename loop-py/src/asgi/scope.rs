@@ -1,0 +1,160 @@
+//! The ASGI HTTP connection scope and the messages `receive()` returns,
+//! built from the parsed head with interned keys.
+
+use loop_http::{RequestHead, Version};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+/// The ASGI HTTP spec version implemented (`send()` raising `OSError` after
+/// a disconnect is 2.4).
+pub const SPEC_VERSION: &str = "2.4";
+
+/// Per-connection values every scope of the connection shares.
+pub struct ConnInfo<'a> {
+    pub client: &'a Bound<'a, PyAny>,
+    pub server: &'a Bound<'a, PyAny>,
+    pub scheme: &'a str,
+}
+
+pub fn http_version(py: Python<'_>, version: Version) -> &Bound<'_, PyString> {
+    match version {
+        Version::Http10 => intern!(py, "1.0"),
+        Version::Http11 => intern!(py, "1.1"),
+    }
+}
+
+/// Common methods as interned strings; others decoded per request.
+fn method<'py>(py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
+    let s = match raw {
+        b"GET" => intern!(py, "GET"),
+        b"POST" => intern!(py, "POST"),
+        b"PUT" => intern!(py, "PUT"),
+        b"DELETE" => intern!(py, "DELETE"),
+        b"HEAD" => intern!(py, "HEAD"),
+        b"PATCH" => intern!(py, "PATCH"),
+        b"OPTIONS" => intern!(py, "OPTIONS"),
+        other => return PyString::new(py, &String::from_utf8_lossy(other)),
+    };
+    s.clone()
+}
+
+/// `%XX` sequences decoded to bytes, then UTF-8 with replacement, as
+/// `urllib.parse.unquote` does.
+pub fn decode_path(raw: &[u8]) -> String {
+    if !raw.contains(&b'%') {
+        return String::from_utf8_lossy(raw).into_owned();
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' && i + 2 < raw.len() {
+            if let (Some(h), Some(l)) = (hex(raw[i + 1]), hex(raw[i + 2])) {
+                out.push(h << 4 | l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(raw[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+pub struct ScopeParts<'a> {
+    pub head: &'a RequestHead,
+    pub conn: ConnInfo<'a>,
+    pub root_path: &'a str,
+    pub state: Option<&'a Bound<'a, PyDict>>,
+}
+
+pub fn build<'py>(py: Python<'py>, parts: &ScopeParts<'_>) -> PyResult<Bound<'py, PyDict>> {
+    let head = parts.head;
+    let scope = PyDict::new(py);
+    scope.set_item(intern!(py, "type"), intern!(py, "http"))?;
+    let asgi = PyDict::new(py);
+    asgi.set_item(intern!(py, "version"), intern!(py, "3.0"))?;
+    asgi.set_item(intern!(py, "spec_version"), intern!(py, SPEC_VERSION))?;
+    scope.set_item(intern!(py, "asgi"), asgi)?;
+    scope.set_item(intern!(py, "http_version"), http_version(py, head.version))?;
+    scope.set_item(intern!(py, "server"), parts.conn.server)?;
+    scope.set_item(intern!(py, "client"), parts.conn.client)?;
+    scope.set_item(intern!(py, "scheme"), parts.conn.scheme)?;
+    scope.set_item(intern!(py, "method"), method(py, head.method()))?;
+    let raw_path = head.path();
+    let root = parts.root_path;
+    if root.is_empty() {
+        scope.set_item(intern!(py, "root_path"), intern!(py, ""))?;
+        scope.set_item(intern!(py, "path"), decode_path(raw_path))?;
+        scope.set_item(intern!(py, "raw_path"), PyBytes::new(py, raw_path))?;
+    } else {
+        scope.set_item(intern!(py, "root_path"), root)?;
+        let mut path = String::with_capacity(root.len() + raw_path.len());
+        path.push_str(root);
+        path.push_str(&decode_path(raw_path));
+        scope.set_item(intern!(py, "path"), path)?;
+        let mut full = Vec::with_capacity(root.len() + raw_path.len());
+        full.extend_from_slice(root.as_bytes());
+        full.extend_from_slice(raw_path);
+        scope.set_item(intern!(py, "raw_path"), PyBytes::new(py, &full))?;
+    }
+    scope.set_item(intern!(py, "query_string"), PyBytes::new(py, head.query()))?;
+    let headers = PyList::empty(py);
+    for (name, value) in head.headers() {
+        headers.append(PyTuple::new(
+            py,
+            [PyBytes::new(py, name), PyBytes::new(py, value)],
+        )?)?;
+    }
+    scope.set_item(intern!(py, "headers"), headers)?;
+    if let Some(state) = parts.state {
+        scope.set_item(intern!(py, "state"), state.copy()?)?;
+    }
+    let extensions = PyDict::new(py);
+    extensions.set_item(intern!(py, "http.response.trailers"), PyDict::new(py))?;
+    scope.set_item(intern!(py, "extensions"), extensions)?;
+    Ok(scope)
+}
+
+/// `{"type": "http.request", "body": …, "more_body": …}`
+pub fn request_message<'py>(
+    py: Python<'py>,
+    body: &[u8],
+    more: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let msg = PyDict::new(py);
+    msg.set_item(intern!(py, "type"), intern!(py, "http.request"))?;
+    msg.set_item(intern!(py, "body"), PyBytes::new(py, body))?;
+    msg.set_item(intern!(py, "more_body"), more)?;
+    Ok(msg)
+}
+
+pub fn disconnect_message(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let msg = PyDict::new(py);
+    msg.set_item(intern!(py, "type"), intern!(py, "http.disconnect"))?;
+    Ok(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_path;
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(decode_path(b"/a%20b"), "/a b");
+        assert_eq!(decode_path(b"/caf%C3%A9"), "/café");
+        assert_eq!(decode_path(b"/100%"), "/100%");
+        assert_eq!(decode_path(b"/%zz%4"), "/%zz%4");
+        assert_eq!(decode_path(b"/%ff"), "/\u{fffd}");
+        assert_eq!(decode_path(b"/%2F"), "//");
+    }
+}

@@ -1,0 +1,479 @@
+//! The native half of `ferroloop.Server`: listeners and accepting, the
+//! registry of live connections, the periodic timeout sweep, draining and
+//! logging. Binding sockets, lifespan and signals are Python
+//! (`ferroloop/_server/`).
+
+use super::connection::HttpConnection;
+use super::proxy::Trust;
+use super::settings::{Settings, READ_CHUNK};
+use super::sys;
+use crate::event_loop::Loop;
+use loop_core::clock;
+use loop_http::{DateCache, Limits};
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyTuple};
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+/// Connections accepted per readiness event before the loop moves on.
+const ACCEPT_BATCH: usize = 64;
+/// How long accepting pauses after the process ran out of fds.
+const ACCEPT_BACKOFF: f64 = 1.0;
+
+#[pyclass(module = "ferroloop._native")]
+pub struct HttpServer {
+    pub(super) event_loop: Py<Loop>,
+    pub(super) app: Py<PyAny>,
+    pub(super) state: Option<Py<PyDict>>,
+    pub(super) settings: Arc<Settings>,
+    error_log: Py<PyAny>,
+    access_log: Py<PyAny>,
+    /// One finished future: what `send()` returns when it need not wait.
+    pub(super) done_future: Py<PyAny>,
+    read_buf: Vec<u8>,
+    date: DateCache,
+    conns: Vec<Option<Py<HttpConnection>>>,
+    free: Vec<usize>,
+    live: usize,
+    listeners: Vec<Listener>,
+    pub(super) tasks: usize,
+    pub(super) draining: bool,
+    sweep: Option<Py<PyAny>>,
+    last_sweep: f64,
+    warned_fds: bool,
+}
+
+struct Listener {
+    fd: RawFd,
+    tcp: bool,
+    active: bool,
+}
+
+impl HttpServer {
+    pub(super) fn live_connections(&self) -> usize {
+        self.live
+    }
+
+    pub(super) fn read_buffer(&mut self) -> &mut [u8] {
+        if self.read_buf.len() < READ_CHUNK {
+            self.read_buf.resize(READ_CHUNK, 0);
+        }
+        &mut self.read_buf
+    }
+
+    pub(super) fn date(&mut self) -> &[u8] {
+        self.date.get()
+    }
+
+    pub(super) fn date_value(&mut self) -> Option<&[u8]> {
+        if self.settings.date_header {
+            Some(self.date.get())
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn forget(slf: &Bound<'_, Self>, slot: usize) {
+        let removed = {
+            let mut me = slf.borrow_mut();
+            match me.conns.get_mut(slot).and_then(Option::take) {
+                Some(conn) => {
+                    me.free.push(slot);
+                    me.live -= 1;
+                    Some(conn)
+                }
+                None => None,
+            }
+        };
+        drop(removed);
+    }
+
+    fn connections(&self, py: Python<'_>) -> Vec<Py<HttpConnection>> {
+        self.conns
+            .iter()
+            .flatten()
+            .map(|c| c.clone_ref(py))
+            .collect()
+    }
+
+    pub(super) fn log_error(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
+        let py = slf.py();
+        let logger = slf.borrow().error_log.clone_ref(py);
+        logger.call_method1(py, intern!(py, "error"), (message,))?;
+        Ok(())
+    }
+
+    pub(super) fn log_app_exception(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let logger = slf.borrow().error_log.clone_ref(py);
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "exc_info"), exc)?;
+        logger.call_method(
+            py,
+            intern!(py, "error"),
+            ("Exception in ASGI application",),
+            Some(&kwargs),
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn log_app_error(slf: &Bound<'_, Self>, err: &PyErr) -> PyResult<()> {
+        Self::log_app_exception(slf, err.value(slf.py()).as_any())
+    }
+
+    /// uvicorn's access line: `client - "METHOD target HTTP/x" status`.
+    pub(super) fn log_access(
+        slf: &Bound<'_, Self>,
+        conn: &Bound<'_, HttpConnection>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        if !slf.borrow().settings.access_log {
+            return Ok(());
+        }
+        let args = {
+            let me = conn.borrow();
+            let Some(ex) = me.exchange.as_ref() else {
+                return Ok(());
+            };
+            let version = match ex.head.version {
+                loop_http::Version::Http10 => "1.0",
+                loop_http::Version::Http11 => "1.1",
+            };
+            // As uvicorn: the path as the app sees it, root_path included.
+            let mut target = me.settings.root_path.clone();
+            target.push_str(&String::from_utf8_lossy(ex.head.path()));
+            if !ex.head.query().is_empty() {
+                target.push('?');
+                target.push_str(&String::from_utf8_lossy(ex.head.query()));
+            }
+            (
+                "%s - \"%s %s HTTP/%s\" %d",
+                me.client_text.clone(),
+                String::from_utf8_lossy(ex.head.method()).into_owned(),
+                target,
+                version,
+                ex.status,
+            )
+        };
+        let logger = slf.borrow().access_log.clone_ref(py);
+        logger.call_method1(py, intern!(py, "info"), args)?;
+        Ok(())
+    }
+
+    fn accept_from(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
+        let py = slf.py();
+        let tcp = match slf.borrow().listeners.iter().find(|l| l.fd == fd) {
+            Some(l) if l.active => l.tcp,
+            _ => return Ok(()),
+        };
+        for _ in 0..ACCEPT_BATCH {
+            let (conn_fd, peer) = match sys::accept(fd) {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if sys::is_fd_exhaustion(&e) => return Self::back_off(slf, fd, &e),
+                // The peer gave up before we accepted (ECONNABORTED, …).
+                Err(_) => continue,
+            };
+            if tcp {
+                sys::set_nodelay(conn_fd);
+            }
+            let (slot, event_loop, settings) = {
+                let mut me = slf.borrow_mut();
+                let slot = match me.free.pop() {
+                    Some(slot) => slot,
+                    None => {
+                        me.conns.push(None);
+                        me.conns.len() - 1
+                    }
+                };
+                (slot, me.event_loop.clone_ref(py), me.settings.clone())
+            };
+            let conn = HttpConnection::new(
+                py,
+                slf.clone().unbind(),
+                event_loop,
+                settings,
+                conn_fd,
+                peer,
+                slot,
+            );
+            let conn = match conn.and_then(|c| Bound::new(py, c)) {
+                Ok(conn) => conn,
+                Err(err) => {
+                    sys::close(conn_fd);
+                    slf.borrow_mut().free.push(slot);
+                    return Err(err);
+                }
+            };
+            {
+                let mut me = slf.borrow_mut();
+                me.conns[slot] = Some(conn.clone().unbind());
+                me.live += 1;
+            }
+            if let Err(err) = HttpConnection::start(&conn) {
+                HttpConnection::lose(&conn)?;
+                return Err(err);
+            }
+        }
+        Ok(())
+    }
+
+    /// Out of fds: stop accepting for a while (the backlog keeps the
+    /// clients) instead of spinning on a listener that stays readable.
+    fn back_off(slf: &Bound<'_, Self>, fd: RawFd, err: &std::io::Error) -> PyResult<()> {
+        let py = slf.py();
+        let event_loop = slf.borrow().event_loop.clone_ref(py);
+        Loop::remove_fd_callback(event_loop.bind(py), PyInt::new(py, fd).as_any(), false)?;
+        let warn = !std::mem::replace(&mut slf.borrow_mut().warned_fds, true);
+        if warn {
+            let logger = slf.borrow().error_log.clone_ref(py);
+            logger.call_method1(
+                py,
+                intern!(py, "warning"),
+                (format!(
+                    "accept failed ({err}); pausing new connections for {ACCEPT_BACKOFF:.0} s"
+                ),),
+            )?;
+        }
+        let resume = slf.getattr(intern!(py, "_resume_accepting"))?;
+        event_loop
+            .bind(py)
+            .call_method1(intern!(py, "call_later"), (ACCEPT_BACKOFF, resume, fd))?;
+        Ok(())
+    }
+
+    fn watch_listener(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
+        let py = slf.py();
+        let event_loop = slf.borrow().event_loop.clone_ref(py);
+        let callback = slf.getattr(intern!(py, "_on_accept"))?;
+        Loop::add_fd_callback(
+            event_loop.bind(py),
+            PyInt::new(py, fd).as_any(),
+            callback,
+            PyTuple::new(py, [fd])?,
+            false,
+        )?;
+        Ok(())
+    }
+
+    fn schedule_sweep(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let interval = {
+            let me = slf.borrow();
+            let s = &me.settings;
+            let shortest = s.timeout_request_head.min(s.timeout_keep_alive).min(
+                if s.min_body_rate.is_some() {
+                    s.body_rate_grace
+                } else {
+                    f64::INFINITY
+                },
+            );
+            (shortest / 4.0).clamp(0.05, 0.5)
+        };
+        let event_loop = slf.borrow().event_loop.clone_ref(py);
+        let callback = slf.getattr(intern!(py, "_sweep"))?;
+        let handle = event_loop
+            .bind(py)
+            .call_method1(intern!(py, "call_later"), (interval, callback))?;
+        slf.borrow_mut().sweep = Some(handle.unbind());
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl HttpServer {
+    #[new]
+    #[pyo3(signature = (
+        event_loop, app, *, error_log, access_log, root_path, server_header, date_header,
+        proxy_headers, forwarded_allow_ips, limit_concurrency, max_request_line,
+        max_header_size, max_header_count, max_body_size, timeout_request_head,
+        timeout_keep_alive, min_body_rate, body_rate_grace, access_log_enabled
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        event_loop: &Bound<'_, PyAny>,
+        app: Py<PyAny>,
+        error_log: Py<PyAny>,
+        access_log: Py<PyAny>,
+        root_path: String,
+        server_header: Option<Vec<u8>>,
+        date_header: bool,
+        proxy_headers: bool,
+        forwarded_allow_ips: &str,
+        limit_concurrency: Option<usize>,
+        max_request_line: usize,
+        max_header_size: usize,
+        max_header_count: usize,
+        max_body_size: Option<u64>,
+        timeout_request_head: f64,
+        timeout_keep_alive: f64,
+        min_body_rate: Option<f64>,
+        body_rate_grace: f64,
+        access_log_enabled: bool,
+    ) -> PyResult<Self> {
+        let event_loop = event_loop.cast::<Loop>().map_err(|_| {
+            pyo3::exceptions::PyRuntimeError::new_err(
+                "ferroloop's HTTP server runs on a ferroloop loop: use ferroloop.run() or ferroloop.serve()",
+            )
+        })?;
+        let proxy = if proxy_headers {
+            Some(
+                Trust::parse(forwarded_allow_ips)
+                    .map_err(|e| PyValueError::new_err(format!("forwarded_allow_ips: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let limits = Limits {
+            max_request_line,
+            max_header_bytes: max_header_size,
+            max_headers: max_header_count,
+            max_body: max_body_size,
+            ..Limits::default()
+        };
+        let settings = Settings {
+            limits,
+            timeout_request_head,
+            timeout_keep_alive,
+            min_body_rate,
+            body_rate_grace,
+            limit_concurrency,
+            root_path,
+            server_header,
+            date_header,
+            proxy,
+            access_log: access_log_enabled,
+        };
+        let done_future = Loop::create_future(event_loop)?;
+        done_future.call_method1(intern!(py, "set_result"), (py.None(),))?;
+        Ok(HttpServer {
+            event_loop: event_loop.clone().unbind(),
+            app,
+            state: None,
+            settings: Arc::new(settings),
+            error_log,
+            access_log,
+            done_future: done_future.unbind(),
+            read_buf: Vec::new(),
+            date: DateCache::new(),
+            conns: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            listeners: Vec::new(),
+            tasks: 0,
+            draining: false,
+            sweep: None,
+            last_sweep: clock::monotonic(),
+            warned_fds: false,
+        })
+    }
+
+    /// The lifespan state copied into every request scope.
+    fn set_state(&mut self, state: Option<Py<PyDict>>) {
+        self.state = state;
+    }
+
+    /// Start accepting on a bound, listening, non-blocking socket's fd
+    /// (the caller keeps the socket object and closes it).
+    fn listen(slf: &Bound<'_, Self>, fd: RawFd, tcp: bool) -> PyResult<()> {
+        slf.borrow_mut().listeners.push(Listener {
+            fd,
+            tcp,
+            active: true,
+        });
+        Self::watch_listener(slf, fd)?;
+        if slf.borrow().sweep.is_none() {
+            Self::schedule_sweep(slf)?;
+        }
+        Ok(())
+    }
+
+    /// Stop accepting on every listener (graceful shutdown's first step).
+    fn stop_accepting(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let event_loop = slf.borrow().event_loop.clone_ref(py);
+        let fds: Vec<RawFd> = {
+            let mut me = slf.borrow_mut();
+            me.listeners
+                .iter_mut()
+                .filter_map(|l| std::mem::replace(&mut l.active, false).then_some(l.fd))
+                .collect()
+        };
+        for fd in fds {
+            Loop::remove_fd_callback(event_loop.bind(py), PyInt::new(py, fd).as_any(), false)?;
+        }
+        Ok(())
+    }
+
+    /// Close idle connections now; busy ones close after their response.
+    fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
+        slf.borrow_mut().draining = true;
+        let conns = slf.borrow().connections(slf.py());
+        for conn in conns {
+            HttpConnection::drain(conn.bind(slf.py()))?;
+        }
+        Ok(())
+    }
+
+    /// Close every connection (the grace period is over), and stop the
+    /// sweep.
+    fn close_all(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let conns = slf.borrow().connections(py);
+        for conn in conns {
+            let task = conn.borrow(py).running_task(py);
+            HttpConnection::abort(conn.bind(py))?;
+            if let Some(task) = task {
+                task.call_method0(py, intern!(py, "cancel"))?;
+            }
+        }
+        if let Some(handle) = slf.borrow_mut().sweep.take() {
+            handle.call_method0(py, intern!(py, "cancel"))?;
+        }
+        Ok(())
+    }
+
+    #[getter]
+    fn connection_count(&self) -> usize {
+        self.live
+    }
+
+    #[getter]
+    fn task_count(&self) -> usize {
+        self.tasks
+    }
+
+    fn _on_accept(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
+        Self::accept_from(slf, fd)
+    }
+
+    fn _resume_accepting(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
+        let active = slf
+            .borrow()
+            .listeners
+            .iter()
+            .any(|l| l.fd == fd && l.active);
+        if active {
+            Self::watch_listener(slf, fd)?;
+        }
+        Ok(())
+    }
+
+    fn _sweep(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let now = clock::monotonic();
+        let elapsed = {
+            let mut me = slf.borrow_mut();
+            me.sweep = None;
+            now - std::mem::replace(&mut me.last_sweep, now)
+        };
+        let conns = slf.borrow().connections(py);
+        for conn in conns {
+            HttpConnection::check_timers(conn.bind(py), now, elapsed)?;
+        }
+        Self::schedule_sweep(slf)
+    }
+}
