@@ -15,6 +15,10 @@ const BASE_PACKAGES: &[&str] = &[
     "httpx>=0.27",
     "aiohttp>=3.9",
     "trustme>=1",
+    // ASGI frameworks and clients the native HTTP server's tests run.
+    "starlette>=0.40",
+    "fastapi>=0.115",
+    "websockets>=13",
 ];
 
 pub struct Venv {
