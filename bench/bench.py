@@ -1,17 +1,22 @@
 """ferroloop benchmarks, as defined in shared BENCHMARKS.md.
 
-    python bench/bench.py sched [COMMON] [--workloads a,b,...]
-    python bench/bench.py echo  [COMMON] [--workloads a,b,...] [--client XTASK]
+    python bench/bench.py sched [COMMON] [--contenders a,b,...] [--workloads a,b,...]
+    python bench/bench.py echo  [COMMON] [--contenders a,b,...] [--workloads a,b,...]
+                                [--client XTASK]
+    python bench/bench.py http  [COMMON] [--contenders a,b,...] [--workloads a,b,...]
+                                [--plaintext BIN]
+    python bench/bench.py all   [COMMON] [--client XTASK] [--plaintext BIN]
     python bench/bench.py compare OLD.json NEW.json [--threshold 0.10]
 
-COMMON: [--quick] [--rounds N] [--contenders a,b,...] [--ferroloop-wheel WHEEL]
-        [--venv DIR] [--out DIR] [--compare OLD.json] [--threshold 0.10]
+COMMON: [--quick] [--rounds N] [--ferroloop-wheel WHEEL] [--venv DIR] [--out DIR]
+        [--compare OLD.json|DIR ...] [--threshold 0.10]
 
 A suite writes SUITE-<timestamp>.json/.md and SUITE-latest.json/.md to --out
-and prints the markdown.  Exit status: 0 when asyncio and ferroloop measured
-and verified everything; 1 when either failed or could not be loaded (a peer's
-failure is only reported); 2 for bad usage.  Timings never affect it;
---compare only prints.
+and prints the markdown; `all` runs sched, echo and http in turn.  Exit
+status: 0 when our contenders (asyncio and ferroloop; for http ferroloop and
+rust-plaintext) measured and verified everything; 1 when one failed or could
+not be loaded (a peer's failure is only reported); 2 for bad usage.  Timings
+never affect it; --compare only prints.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import benchenv
@@ -30,17 +36,24 @@ import cpus
 import echo_report
 import echo_suite
 import hostinfo
+import http_report
+import http_servers
+import http_suite
 import report
 import sched_report
 import sched_suite
 from contenders import CONTENDERS, CORE
 from echo_workloads import WORKLOADS as ECHO_WORKLOADS
+from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
-from summary import SUBJECT, summarize_echo, summarize_sched
+from summary import SUBJECT, summarize_echo, summarize_http, summarize_sched
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_ROUNDS = {"sched": 5, "echo": 5}
-QUICK_ROUNDS = {"sched": 3, "echo": 2}
+SUITES = ("sched", "echo", "http")
+DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3}
+QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1}
+# `all --quick`: fewer rounds still, so the three suites take under 3 minutes.
+ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1}
 QUICK_DIVISOR = 4
 
 
@@ -69,6 +82,16 @@ def _outcome(record: dict, figures: str) -> str:
     return figures if record["status"] == "ok" else f"{record['status'].upper()}: {record['error']}"
 
 
+def _http_progress(record: dict) -> None:
+    figures = (
+        f"{record.get('req_per_s', 0):>9,.0f} req/s "
+        f"{record.get('req_per_cpu_s', 0):>9,.0f} req/CPU-s "
+        f"p50 {record.get('p50_ms', 0):5.2f} p99 {record.get('p99_ms', 0):6.2f} ms "
+        f"cpu {record.get('server_cpu_pct', 0):3.0f}% {record.get('peak_rss_mib', 0):6.1f} MiB"
+    )
+    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
+
+
 def _sched_progress(record: dict) -> None:
     figures = f"{record.get('ops_per_s', 0):>12,.0f} ops/s"
     print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
@@ -84,24 +107,35 @@ def _echo_progress(record: dict) -> None:
 
 
 class Contenders:
-    """The bench venv prepared and probed: which contenders can run."""
+    """The bench venv prepared and probed: which contenders can run.  By
+    default the event loops of the sched and echo suites; the HTTP suite
+    passes its servers (`known`), what each needs installed, its probe and
+    which of them are ours (`core`)."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        known: dict = CONTENDERS,
+        dists: Callable[[list[str]], dict] = benchenv.loop_dists,
+        probe: Callable[[benchenv.BenchEnv, list[str]], dict] | None = None,
+        core: tuple[str, ...] = CORE,
+    ) -> None:
         self.explicit = args.contenders is not None
-        self.names = args.contenders or list(CONTENDERS)
-        self.env = benchenv.prepare(args.venv, self.names, args.ferroloop_wheel)
+        self.names = args.contenders or list(known)
+        self.env = benchenv.prepare(args.venv, dists(self.names), args.ferroloop_wheel)
         for line in self.env.log:
             print(f"bench venv: {line}", file=sys.stderr)
-        self.found = self.env.probe(self.names)
+        self.found = probe(self.env, self.names) if probe else self.env.probe(self.names)
         for name, reason in self.env.install_failures.items():
             self.found[name] = {"available": False, "reason": reason}
         self.runnable = [c for c in self.names if self.found[c]["available"]]
-        # asyncio and ferroloop must load when asked for by name (or, for
-        # ferroloop, when a wheel was given); a missing peer is only noted.
+        # Ours (asyncio and ferroloop; for http ferroloop and rust-plaintext)
+        # must load when asked for by name (ferroloop also when a wheel was
+        # given); a missing peer is only noted.
         required = [
             c
             for c in self.names
-            if c in CORE and (self.explicit or (c == SUBJECT and args.ferroloop_wheel is not None))
+            if c in core and (self.explicit or (c == SUBJECT and args.ferroloop_wheel is not None))
         ]
         self.missing = [
             f"{c}: {self.found[c]['reason']}" for c in required if not self.found[c]["available"]
@@ -114,9 +148,9 @@ def _rounds(args: argparse.Namespace, suite: str) -> int:
     return QUICK_ROUNDS[suite] if args.quick else DEFAULT_ROUNDS[suite]
 
 
-def _prepare(args: argparse.Namespace) -> Contenders | None:
+def _prepare(args: argparse.Namespace, **how) -> Contenders | None:
     """The contenders, or None (after saying why) when a required one is missing."""
-    contenders = Contenders(args)
+    contenders = Contenders(args, **how)
     if contenders.missing:
         print(
             "error: required contender unavailable: " + "; ".join(contenders.missing),
@@ -141,9 +175,11 @@ def _result(suite: str, started: float, args, contenders: Contenders, method: di
     }
 
 
-def _finish(suite: str, started: float, args, result: dict, table: str) -> int:
+def _finish(
+    suite: str, started: float, args, result: dict, table: str, core: tuple[str, ...] = CORE
+) -> int:
     """Write the result and its markdown, print the table (and --compare);
-    the exit status: 1 when asyncio or ferroloop failed a measurement."""
+    the exit status: 1 when one of ours (`core`) failed a measurement."""
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(started))
     for name in (f"{suite}-{stamp}", f"{suite}-latest"):
@@ -153,10 +189,9 @@ def _finish(suite: str, started: float, args, result: dict, table: str) -> int:
     print(f"wrote {args.out / f'{suite}-{stamp}.json'} and .md", file=sys.stderr)
     # The README's charts follow the latest results.
     charts.main(["charts.py", str(args.out)])
-    if args.compare is not None:
-        print(report.compare(json.loads(args.compare.read_text()), result, args.threshold))
+    _print_comparisons(suite, args, result)
     core_failures = [
-        r for r in result["measurements"] if r["contender"] in CORE and r["status"] != "ok"
+        r for r in result["measurements"] if r["contender"] in core and r["status"] != "ok"
     ]
     return 1 if core_failures else 0
 
@@ -234,6 +269,111 @@ def run_echo(args: argparse.Namespace) -> int:
     return _finish("echo", started, args, result, echo_report.markdown(result))
 
 
+def run_http(args: argparse.Namespace) -> int:
+    try:
+        wrk = http_suite.ensure_wrk()
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    names = args.contenders or list(http_servers.SERVERS)
+    plaintext, build_error = args.plaintext, None
+    if plaintext is None and "rust-plaintext" in names:
+        try:
+            plaintext = http_servers.build_plaintext()
+        except (OSError, subprocess.CalledProcessError) as exc:
+            build_error = f"cannot build it: {exc}"
+            print(f"warning: rust-plaintext: {build_error}", file=sys.stderr)
+    contenders = _prepare(
+        args,
+        known=http_servers.SERVERS,
+        dists=lambda names: {n: http_servers.SERVERS[n].dists for n in names},
+        probe=lambda env, names: http_servers.probe(env.python, names, plaintext, build_error),
+        core=http_servers.CORE,
+    )
+    if contenders is None:
+        return 1
+    workloads = args.workloads or list(HTTP_WORKLOADS)
+    rounds = _rounds(args, "http")
+    timing = http_suite.Timing(
+        warmup_s=http_suite.QUICK_WARMUP_S if args.quick else http_suite.WARMUP_S,
+        duration_s=http_suite.QUICK_DURATION_S if args.quick else http_suite.DURATION_S,
+    )
+    placement = http_suite.Placement(server_cpu=cpus.measured_cpu(), client_cpu=cpus.load_cpu())
+
+    started = time.time()
+    method = {
+        "rounds": rounds,
+        "quick": args.quick,
+        "warmup_s": timing.warmup_s,
+        "duration_s": timing.duration_s,
+        "conns": timing.conns,
+        "threads": timing.threads,
+        "server_cpu": placement.server_cpu,
+        "client_cpu": placement.client_cpu,
+        "wrk": http_suite.wrk_version(wrk),
+        "settings": {s: http_servers.SERVERS[s].settings for s in contenders.runnable},
+    }
+    result = _result("http", started, args, contenders, method)
+    records = http_suite.run(
+        contenders.env.python,
+        wrk,
+        plaintext,
+        contenders.runnable,
+        workloads,
+        rounds,
+        timing,
+        placement,
+        _http_progress,
+    )
+    result |= {
+        "duration_s": time.time() - started,
+        "load_after": hostinfo.load_average(),
+        "workloads": summarize_http(records, contenders.runnable, workloads),
+        "measurements": records,
+    }
+    return _finish(
+        "http", started, args, result, http_report.markdown(result), core=http_servers.CORE
+    )
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """sched, echo and http in turn, each as its own command would run it
+    (all contenders and workloads); 1 when any of them returned 1."""
+    status = 0
+    for suite, run in (("sched", run_sched), ("echo", run_echo), ("http", run_http)):
+        print(f"== {suite}", file=sys.stderr, flush=True)
+        suite_args = argparse.Namespace(**vars(args))
+        suite_args.contenders = suite_args.workloads = None
+        if args.rounds is None and args.quick:
+            suite_args.rounds = ALL_QUICK_ROUNDS[suite]
+        status = max(status, run(suite_args))
+    return status
+
+
+def _baselines(paths: list[Path]) -> list[dict]:
+    """Earlier results named by --compare, read before this run overwrites
+    any *-latest file: a file as it is, a directory as its SUITE-latest.json."""
+    found = []
+    for path in paths:
+        files = [path / f"{s}-latest.json" for s in SUITES] if path.is_dir() else [path]
+        found += [json.loads(f.read_text()) for f in files if f.is_file()]
+    return found
+
+
+def _print_comparisons(suite: str, args, result: dict) -> None:
+    if not args.baselines:
+        return
+    same = [b for b in args.baselines if b.get("suite", "sched") == suite]
+    if same:
+        for old in same:
+            print(report.compare(old, result, args.threshold))
+    elif args.command != "all":
+        # Says that the suites differ.
+        print(report.compare(args.baselines[0], result, args.threshold))
+    else:
+        print(f"No earlier {suite} result given to compare with.\n")
+
+
 def run_compare(args: argparse.Namespace) -> int:
     old, new = (json.loads(p.read_text()) for p in (args.old, args.new))
     print(report.compare(old, new, args.threshold))
@@ -247,13 +387,14 @@ def _common_options() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help=f"sched: {QUICK_ROUNDS['sched']} rounds, n / {QUICK_DIVISOR}; "
-        f"echo: {QUICK_ROUNDS['echo']} rounds, {echo_suite.QUICK_DURATION_S:g} s measured",
+        f"echo: {QUICK_ROUNDS['echo']} rounds, {echo_suite.QUICK_DURATION_S:g} s measured; "
+        f"http: {QUICK_ROUNDS['http']} round, {http_suite.QUICK_WARMUP_S} s warm-up, "
+        f"{http_suite.QUICK_DURATION_S} s measured; all: "
+        + ", ".join(f"{s} {n}" for s, n in ALL_QUICK_ROUNDS.items())
+        + " round(s)",
     )
-    common.add_argument("--rounds", type=int, help="rounds (default 5; fewer with --quick)")
     common.add_argument(
-        "--contenders",
-        type=lambda s: _names(s, CONTENDERS, "contender"),
-        help=f"comma-separated, default all: {','.join(CONTENDERS)}",
+        "--rounds", type=int, help="rounds (default 5, http 3; fewer with --quick)"
     )
     common.add_argument("--ferroloop-wheel", type=Path, help="wheel to force-reinstall in the venv")
     common.add_argument(
@@ -271,8 +412,11 @@ def _common_options() -> argparse.ArgumentParser:
     common.add_argument(
         "--compare",
         type=Path,
-        metavar="OLD.json",
-        help="print ferroloop ratio changes against an earlier result of the suite",
+        action="append",
+        default=[],
+        metavar="OLD.json|DIR",
+        help="print ferroloop ratio changes against an earlier result of the suite "
+        "(a directory: its SUITE-latest.json, read before the run); repeatable",
     )
     common.add_argument(
         "--threshold",
@@ -288,7 +432,27 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     common = _common_options()
 
-    sched = sub.add_parser("sched", parents=[common], help="the scheduling suite")
+    loops = argparse.ArgumentParser(add_help=False)
+    loops.add_argument(
+        "--contenders",
+        type=lambda s: _names(s, CONTENDERS, "contender"),
+        help=f"comma-separated, default all: {','.join(CONTENDERS)}",
+    )
+    client = argparse.ArgumentParser(add_help=False)
+    client.add_argument(
+        "--client",
+        type=Path,
+        help="the xtask binary that runs `echo-client` (default: built into target/xtask-bench)",
+    )
+    plaintext = argparse.ArgumentParser(add_help=False)
+    plaintext.add_argument(
+        "--plaintext",
+        type=Path,
+        help="the rust-plaintext server (loop-http's plaintext example; default: built "
+        "with the dist profile into target/xtask-bench when the example exists)",
+    )
+
+    sched = sub.add_parser("sched", parents=[common, loops], help="the scheduling suite")
     sched.add_argument(
         "--workloads",
         type=lambda s: _names(s, SCHED_WORKLOADS, "workload"),
@@ -296,18 +460,33 @@ def main() -> int:
     )
     sched.set_defaults(func=run_sched)
 
-    echo = sub.add_parser("echo", parents=[common], help="the TCP echo suite")
+    echo = sub.add_parser("echo", parents=[common, loops, client], help="the TCP echo suite")
     echo.add_argument(
         "--workloads",
         type=lambda s: _names(s, ECHO_WORKLOADS, "workload"),
         help=f"comma-separated, default all: {','.join(ECHO_WORKLOADS)}",
     )
-    echo.add_argument(
-        "--client",
-        type=Path,
-        help="the xtask binary that runs `echo-client` (default: built into target/xtask-bench)",
-    )
     echo.set_defaults(func=run_echo)
+
+    http = sub.add_parser(
+        "http", parents=[common, plaintext], help="the HTTP suite (single-worker servers, wrk)"
+    )
+    http.add_argument(
+        "--contenders",
+        type=lambda s: _names(s, http_servers.SERVERS, "server"),
+        help=f"comma-separated, default all: {','.join(http_servers.SERVERS)}",
+    )
+    http.add_argument(
+        "--workloads",
+        type=lambda s: _names(s, HTTP_WORKLOADS, "workload"),
+        help=f"comma-separated, default all: {','.join(HTTP_WORKLOADS)}",
+    )
+    http.set_defaults(func=run_http)
+
+    every = sub.add_parser(
+        "all", parents=[common, client, plaintext], help="sched, echo and http in turn"
+    )
+    every.set_defaults(func=run_all)
 
     cmp = sub.add_parser("compare", help="ferroloop ratio changes between two results of a suite")
     cmp.add_argument("old", type=Path)
@@ -318,10 +497,15 @@ def main() -> int:
     args = parser.parse_args()
     if getattr(args, "rounds", None) is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    if getattr(args, "compare", None) is not None and not args.compare.is_file():
-        parser.error(f"--compare: no such file {args.compare}")
-    if getattr(args, "client", None) is not None and not os.access(args.client, os.X_OK):
-        parser.error(f"--client: not an executable file: {args.client}")
+    for path in getattr(args, "compare", None) or ():
+        if not path.exists():
+            parser.error(f"--compare: no such file or directory {path}")
+    for option in ("client", "plaintext"):
+        path = getattr(args, option, None)
+        if path is not None and not os.access(path, os.X_OK):
+            parser.error(f"--{option}: not an executable file: {path}")
+    if hasattr(args, "compare"):
+        args.baselines = _baselines(args.compare)
     return args.func(args)
 
 

@@ -80,8 +80,17 @@ def _venv_matches_current_python(python: Path) -> bool:
     return proc.stdout.strip() == "True"
 
 
-def prepare(venv: Path, contenders: list[str], ferroloop_wheel: Path | None) -> BenchEnv:
-    """Create or reuse the venv and install what the requested contenders need."""
+def loop_dists(contenders: list[str]) -> dict[str, tuple[str, ...]]:
+    """The PyPI distributions each event loop contender needs (the peers')."""
+    return {name: (CONTENDERS[name].dist,) for name in contenders if name in PEERS}
+
+
+def prepare(
+    venv: Path, dists: dict[str, tuple[str, ...]], ferroloop_wheel: Path | None
+) -> BenchEnv:
+    """Create or reuse the venv and install what the requested contenders
+    need: `dists` maps a contender to the PyPI distributions it needs
+    (`loop_dists` for the loop suites, the servers' for the HTTP suite)."""
     python = venv / "bin" / "python"
     env = BenchEnv(python)
     if not python.exists() or not _venv_matches_current_python(python):
@@ -90,15 +99,18 @@ def prepare(venv: Path, contenders: list[str], ferroloop_wheel: Path | None) -> 
 
     listed = _pip(python, "list", "--format=json")
     installed = {p["name"].lower() for p in json.loads(listed.stdout or "[]")}
-    for name in contenders:
-        dist = CONTENDERS[name].dist
-        if name not in PEERS or dist in installed:
+    for name, needed in dists.items():
+        missing = [dist for dist in needed if dist.lower() not in installed]
+        if not missing:
             continue
-        proc = _pip(python, "install", "--only-binary", ":all:", dist)
+        proc = _pip(python, "install", "--only-binary", ":all:", *missing)
         if proc.returncode == 0:
-            env.log.append(f"installed {dist}")
+            env.log.append(f"installed {' '.join(missing)}")
+            installed.update(dist.lower() for dist in missing)
         else:
-            env.install_failures[name] = f"pip install {dist} failed: {_last_error_line(proc)}"
+            env.install_failures[name] = (
+                f"pip install {' '.join(missing)} failed: {_last_error_line(proc)}"
+            )
 
     if ferroloop_wheel is not None:
         proc = _pip(python, "install", "--force-reinstall", "--no-deps", str(ferroloop_wheel))

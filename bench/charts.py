@@ -4,9 +4,11 @@ renderer: no plotting library in the bench venv).
     python bench/charts.py [RESULTS_DIR]
 
 Writes ``sched.svg`` (each contender's speed as a multiple of asyncio's, per
-workload) and ``echo.svg`` (messages per server CPU-second, ×asyncio) next to
-``sched-latest.json`` / ``echo-latest.json``. Bars are medians of paired
-per-round ratios, as in the markdown tables.
+workload), ``echo.svg`` (messages per server CPU-second, ×asyncio) and
+``http.svg`` (requests per server CPU-second, thousands: the HTTP suite has
+no asyncio baseline) next to ``sched-latest.json`` / ``echo-latest.json`` /
+``http-latest.json``. sched and echo bars are medians of paired per-round
+ratios, http bars medians over rounds, as in the markdown tables.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ import sys
 from html import escape
 from pathlib import Path
 
-ORDER = ["asyncio", "ferroloop", "uvloop", "rloop", "cadeloop", "rsloop"]
+ORDER = [
+    "asyncio", "ferroloop", "uvloop", "rloop", "cadeloop", "rsloop",
+    "granian", "uvicorn", "rust-plaintext",
+]  # fmt: skip
 COLOURS = {
     "asyncio": "#9e9e9e",
     "ferroloop": "#d9480f",
@@ -24,6 +29,9 @@ COLOURS = {
     "rloop": "#37b24d",
     "cadeloop": "#7048e8",
     "rsloop": "#f59f00",
+    "granian": "#0ca678",
+    "uvicorn": "#1864ab",
+    "rust-plaintext": "#495057",
 }
 BAR_H = 9
 GROUP_GAP = 10
@@ -38,7 +46,17 @@ def _ratio(cell: dict, metric: str | None) -> float | None:
     return x if isinstance(x, (int, float)) and cell.get("status") == "ok" else None
 
 
-def render(title: str, groups: list[tuple[str, dict[str, float]]], unit: str) -> str:
+def _median(cell: dict, metric: str) -> float | None:
+    x = cell.get(f"median_{metric}")
+    return x / 1000 if isinstance(x, (int, float)) and cell.get("status") == "ok" else None
+
+
+def render(
+    title: str,
+    groups: list[tuple[str, dict[str, float]]],
+    unit: str,
+    reference: str | None = "asyncio = 1",
+) -> str:
     contenders = [c for c in ORDER if any(c in values for _, values in groups)]
     top = max((v for _, values in groups for v in values.values()), default=1.0)
     scale = PLOT_W / (top * 1.08)
@@ -58,10 +76,11 @@ def render(title: str, groups: list[tuple[str, dict[str, float]]], unit: str) ->
         out.append(f'<text x="{x + 14}" y="37">{escape(name)}</text>')
         x += 14 + 8 * len(name) + 16
     y = 52
-    # The asyncio = 1 reference line.
-    one = LABEL_W + scale
-    out.append(f'<line x1="{one:.1f}" y1="{y - 4}" x2="{one:.1f}" y2="{y + group_h * len(groups)}" '
-               'stroke="#555" stroke-dasharray="3,3"/>')
+    if reference is not None:
+        # The reference = 1 line (asyncio's speed).
+        one = LABEL_W + scale
+        out.append(f'<line x1="{one:.1f}" y1="{y - 4}" x2="{one:.1f}" y2="{y + group_h * len(groups)}" '
+                   'stroke="#555" stroke-dasharray="3,3"/>')
     for label, values in groups:
         out.append(f'<text x="{LABEL_W - 6}" y="{y + group_h / 2:.1f}" text-anchor="end">{escape(label)}</text>')
         for i, name in enumerate(contenders):
@@ -72,9 +91,11 @@ def render(title: str, groups: list[tuple[str, dict[str, float]]], unit: str) ->
             w = max(1.0, value * scale)
             out.append(f'<rect x="{LABEL_W}" y="{bar_y}" width="{w:.1f}" height="{BAR_H - 1}" '
                        f'fill="{COLOURS.get(name, "#444")}"/>')
-            out.append(f'<text x="{LABEL_W + w + 3:.1f}" y="{bar_y + BAR_H - 2}" font-size="8">{value:.2f}</text>')
+            label = f"{value:.2f}" if reference is not None else f"{value:.1f}"
+            out.append(f'<text x="{LABEL_W + w + 3:.1f}" y="{bar_y + BAR_H - 2}" font-size="8">{label}</text>')
         y += group_h
-    out.append(f'<text x="{LABEL_W}" y="{y + 16}" fill="#555">{escape(unit)} (dashed line: asyncio = 1)</text>')
+    legend = f"{unit} (dashed line: {reference})" if reference is not None else unit
+    out.append(f'<text x="{LABEL_W}" y="{y + 16}" fill="#555">{escape(legend)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -83,11 +104,13 @@ def chart_from(path: Path, title: str, metric: str | None, unit: str) -> str | N
     if not path.exists():
         return None
     data = json.loads(path.read_text())
+    absolute = data.get("suite") == "http"
+    value = _median if absolute else _ratio
     groups = []
     for workload, entry in data["workloads"].items():
-        values = {name: r for name, cell in entry["contenders"].items() if (r := _ratio(cell, metric)) is not None}
+        values = {name: r for name, cell in entry["contenders"].items() if (r := value(cell, metric)) is not None}
         groups.append((workload, values))
-    return render(title, groups, unit)
+    return render(title, groups, unit, None if absolute else "asyncio = 1")
 
 
 def main(argv: list[str]) -> int:
@@ -96,6 +119,8 @@ def main(argv: list[str]) -> int:
     for name, title, metric, unit in (
         ("sched", "Scheduling: speed ×asyncio (median of paired ratios)", None, "×asyncio, higher is faster"),
         ("echo", "TCP echo: messages per server CPU-second ×asyncio", "msgs_per_cpu_s", "×asyncio, higher is better"),
+        ("http", "HTTP (one worker): requests per server CPU-second", "req_per_cpu_s",
+         "thousands of requests per server CPU-second (median over rounds), higher is better"),
     ):
         svg = chart_from(results / f"{name}-latest.json", title, metric, unit)
         if svg is not None:

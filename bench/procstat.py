@@ -29,3 +29,57 @@ def peak_rss_kib(pid: int) -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
     raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat from field 3 (state) on; raises OSError once the
+    process is gone."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its live descendants (a server that runs its app in a
+    worker process, granian's, is measured as the whole tree)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            # Field 4, the parent's pid, is index 1 after the command name.
+            parent = int(_stat_fields(int(entry.name))[1])
+        except (OSError, ValueError, IndexError):
+            continue  # exited while we looked
+        parents.setdefault(parent, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(parents.get(current, ()))
+    return tree
+
+
+def tree_cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of these processes, each with its reaped
+    children's (cutime + cstime), so a worker that exits and is waited for
+    keeps counting.  A process already gone counts nothing."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = _stat_fields(pid)
+        except OSError:
+            continue
+        ticks += sum(int(fields[i]) for i in (11, 12, 13, 14))
+    return ticks / CLOCK_TICKS_PER_S
+
+
+def tree_peak_rss_kib(pids: list[int]) -> int:
+    """The sum of the processes' VmHWM: for one process its peak RSS, for
+    a tree an upper bound of the peak of the whole (each peaked on its own)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += peak_rss_kib(pid)
+        except (OSError, RuntimeError):
+            continue
+    return total

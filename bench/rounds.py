@@ -23,16 +23,21 @@ def run(
     rounds: int,
     measure: Callable[[str, str], dict],
     progress: Callable[[dict], None],
+    takes_part: Callable[[str, str], bool] | None = None,
 ) -> list[dict]:
     """All measurements, in the order taken.  `measure(contender, workload)`
     returns a record with a "status" and never raises.  A contender that
-    fails a workload is not run on it again: its cell is failed either way."""
+    fails a workload is not run on it again: its cell is failed either way.
+    `takes_part(contender, workload)`, when given, leaves out the pairs it
+    is false for."""
     failed: set[tuple[str, str]] = set()
     records = []
     for round_index in range(rounds):
         for workload in workloads:
             for slot, contender in enumerate(rotation(contenders, round_index)):
                 if (contender, workload) in failed:
+                    continue
+                if takes_part is not None and not takes_part(contender, workload):
                     continue
                 record = {
                     "round": round_index,

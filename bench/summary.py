@@ -12,6 +12,7 @@ from __future__ import annotations
 from statistics import median
 
 from echo_workloads import WORKLOADS as ECHO_WORKLOADS
+from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
 
 SUBJECT = "ferroloop"
@@ -21,6 +22,19 @@ BASELINE = "asyncio"
 # exactly like msgs/s: the message size is the same for everyone).
 ECHO_METRICS = ("msgs_per_s", "mib_per_s", "msgs_per_cpu_s", "peak_rss_mib")
 ECHO_RATIOS = ("msgs_per_s", "msgs_per_cpu_s", "peak_rss_mib")
+
+# HTTP figures; those compared between servers; the pure-Rust server every
+# other one's plaintext figures are set against.
+HTTP_METRICS = (
+    "req_per_s",
+    "p50_ms",
+    "p99_ms",
+    "server_cpu_pct",
+    "req_per_cpu_s",
+    "peak_rss_mib",
+)
+HTTP_RATIOS = ("req_per_s", "req_per_cpu_s")
+CEILING = "rust-plaintext"
 
 # metric -> contender -> round -> value
 ByRound = dict[str, dict[str, dict[int, float]]]
@@ -117,6 +131,31 @@ def summarize_echo(records: list[dict], contenders: list[str], workloads: list[s
         if SUBJECT in by_round[ECHO_RATIOS[0]]:
             ratios: dict[str, dict] = {}
             for metric in ECHO_RATIOS:
+                for other, r in subject_ratios(by_round[metric]).items():
+                    ratios.setdefault(other, {})[metric] = r
+            entry["ferroloop_ratio"] = ratios
+        summary[workload] = entry
+    return summary
+
+
+def summarize_http(records: list[dict], servers: list[str], workloads: list[str]) -> dict:
+    """workload -> {method, path, body_size, contenders: cells (with
+    x_ceiling: {metric: r}, the paired fraction of rust-plaintext's figure,
+    where rust-plaintext ran), ferroloop_ratio: {other: {metric: r}}}."""
+    summary = {}
+    for workload in workloads:
+        taken = [r for r in records if r["workload"] == workload]
+        ran = [s for s in servers if any(r["contender"] == s for r in taken)]
+        out, by_round = cells(taken, ran, HTTP_METRICS)
+        for metric in HTTP_RATIOS:
+            for server, x in against(by_round[metric], CEILING).items():
+                if server != CEILING:
+                    out[server].setdefault("x_ceiling", {})[metric] = x
+        w = HTTP_WORKLOADS[workload]
+        entry = {"method": w.method, "path": w.path, "body_size": w.body_size, "contenders": out}
+        if SUBJECT in by_round[HTTP_RATIOS[0]]:
+            ratios: dict[str, dict] = {}
+            for metric in HTTP_RATIOS:
                 for other, r in subject_ratios(by_round[metric]).items():
                     ratios.setdefault(other, {})[metric] = r
             entry["ferroloop_ratio"] = ratios

@@ -108,11 +108,15 @@ pub fn conformance(args: &[String]) -> Result<(), String> {
     cmd::run(run.args(args))
 }
 
-/// Build the echo suite's load generator (`xtask echo-client`) optimized, in
-/// a target dir of its own: the benchmark then runs a binary that no other
-/// `cargo xtask` invocation rebuilds under it.
+/// Where the benchmarks' own binaries are built: a target dir no other
+/// `cargo xtask` invocation rebuilds under a running benchmark.
+fn bench_target() -> PathBuf {
+    cmd::root().join("target").join("xtask-bench")
+}
+
+/// Build the echo suite's load generator (`xtask echo-client`) optimized.
 fn build_echo_client() -> Result<PathBuf, String> {
-    let target = cmd::root().join("target").join("xtask-bench");
+    let target = bench_target();
     cmd::run(
         cmd::new("cargo")
             .args(["build", "--quiet", "--release", "-p", "xtask"])
@@ -121,26 +125,66 @@ fn build_echo_client() -> Result<PathBuf, String> {
     Ok(target.join("release").join("xtask"))
 }
 
+/// Build the HTTP suite's pure-Rust ceiling (`loop-http`'s `plaintext`
+/// example) with the `dist` profile; `None` when the example does not exist
+/// (the suite then reports `rust-plaintext` as unavailable).
+fn build_plaintext_server() -> Result<Option<PathBuf>, String> {
+    let source = cmd::root().join("loop-http/examples/plaintext.rs");
+    if !source.exists() {
+        eprintln!(
+            "xtask: {} does not exist; the HTTP suite runs without rust-plaintext",
+            source.display()
+        );
+        return Ok(None);
+    }
+    let target = bench_target();
+    cmd::run(
+        cmd::new("cargo")
+            .args([
+                "build",
+                "--quiet",
+                "--profile",
+                "dist",
+                "-p",
+                "loop-http",
+                "--example",
+                "plaintext",
+            ])
+            .env("CARGO_TARGET_DIR", &target),
+    )?;
+    Ok(Some(target.join("dist").join("examples").join("plaintext")))
+}
+
+/// The suites `bench` knows; without one it runs `all` of them.
+const BENCH_SUITES: &[&str] = &["sched", "echo", "http", "all", "compare"];
+
 pub fn bench(args: &[String]) -> Result<(), String> {
     let venv = venv::ensure()?;
     let (suite, rest) = match args.first() {
         Some(first) if !first.starts_with('-') => (first.as_str(), &args[1..]),
-        _ => ("sched", args),
+        _ => ("all", args),
     };
-    let client = if suite == "echo" {
-        Some(build_echo_client()?)
-    } else {
-        None
-    };
-    let wheel = build_wheel(&venv, "dist")?;
-    let mut run = cmd::new(venv.python());
-    run.arg("bench/bench.py")
-        .arg(suite)
-        .arg("--ferroloop-wheel")
-        .arg(&wheel);
-    if let Some(client) = client {
-        run.arg("--client").arg(client);
+    if !BENCH_SUITES.contains(&suite) {
+        return Err(format!(
+            "unknown benchmark suite `{suite}` (known: {})",
+            BENCH_SUITES.join(", ")
+        ));
     }
+    let mut run = cmd::new(venv.python());
+    run.arg("bench/bench.py").arg(suite);
+    if suite == "compare" {
+        return cmd::run(run.args(rest));
+    }
+    if matches!(suite, "echo" | "all") {
+        run.arg("--client").arg(build_echo_client()?);
+    }
+    if matches!(suite, "http" | "all") {
+        if let Some(server) = build_plaintext_server()? {
+            run.arg("--plaintext").arg(server);
+        }
+    }
+    let wheel = build_wheel(&venv, "dist")?;
+    run.arg("--ferroloop-wheel").arg(&wheel);
     cmd::run(run.args(rest))
 }
 

@@ -19,6 +19,13 @@ const PYTHONS: &[&str] = &["3.11", "3.12", "3.13", "3.14", "3.14t"];
 const SMOKE_TEST: &str = r#"
 import asyncio, ferroloop
 
+SMOKE_APP = """
+async def app(scope, receive, send):
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+"""
+
 async def echo(reader, writer):
     writer.write(await reader.read(100))
     await writer.drain()
@@ -38,7 +45,31 @@ async def main():
     return data
 
 assert ferroloop.run(main()) == b"smoke"
-print("smoke test passed: ferroloop", ferroloop.__version__, "TCP echo ok")
+
+import socket, subprocess, sys, time
+probe = socket.socket()
+probe.bind(("127.0.0.1", 0))
+port = probe.getsockname()[1]
+probe.close()
+code = f"import ferroloop; ferroloop.serve(app, '127.0.0.1', {port}, lifespan='off', log_level='warning')"
+script = "import sys\n" + SMOKE_APP + "\n" + code
+server = subprocess.Popen([sys.executable, "-c", script])
+try:
+    for _ in range(100):
+        try:
+            conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+            break
+        except OSError:
+            time.sleep(0.05)
+    conn.sendall(b"GET / HTTP/1.1\r\nHost: smoke\r\nConnection: close\r\n\r\n")
+    reply = b""
+    while chunk := conn.recv(4096):
+        reply += chunk
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and reply.endswith(b"\r\n\r\nok"), reply
+finally:
+    server.terminate()
+    assert server.wait(timeout=30) == 0, server.returncode
+print("smoke test passed: ferroloop", ferroloop.__version__, "TCP echo and serve() ok")
 "#;
 
 fn out_dir() -> PathBuf {

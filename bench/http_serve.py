@@ -1,0 +1,85 @@
+"""The HTTP suite's Python side, run with the bench venv's interpreter.
+
+    <venv>/bin/python bench/http_serve.py serve ferroloop|cadeloop PORT
+    <venv>/bin/python bench/http_serve.py probe NAME...
+
+`serve` runs `http_app.app` on 127.0.0.1:PORT with the loop project's own
+server function, in this process, until SIGTERM/SIGINT (the harness owns
+placement and measures from outside).  granian and uvicorn are started by
+their own command lines instead (`http_servers.py`).
+
+`probe` prints one JSON object: name -> {"available": true, "version", ...}
+or {"available": false, "reason"}.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+import shutil
+import sys
+from pathlib import Path
+
+# Distributions whose versions each Python server's result records.
+VERSIONS = {
+    "ferroloop": ("ferroloop",),
+    "cadeloop": ("cadeloop",),
+    "granian": ("granian", "uvloop"),
+    "uvicorn": ("uvicorn", "httptools", "uvloop"),
+}
+# Modules that must import for the server to run as the suite starts it.
+MODULES = {
+    "ferroloop": ("ferroloop",),
+    "cadeloop": ("cadeloop",),
+    "granian": ("granian", "uvloop"),
+    "uvicorn": ("uvicorn", "httptools", "uvloop"),
+}
+
+
+def serve(name: str, port: int) -> int:
+    from http_app import app
+
+    module = importlib.import_module(name)
+    run = getattr(module, "serve", None)
+    if run is None:
+        print(
+            f"{name} {importlib.metadata.version(name)} has no serve() "
+            f"(installed at {Path(module.__file__).parent})",
+            file=sys.stderr,
+        )
+        return 3
+    run(app, host="127.0.0.1", port=port, access_log=False)
+    return 0
+
+
+def probe(name: str) -> dict:
+    try:
+        for module in MODULES[name]:
+            importlib.import_module(module)
+        versions = {dist: importlib.metadata.version(dist) for dist in VERSIONS[name]}
+    except Exception as exc:  # any failure means "unavailable", with its reason
+        return {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
+    found = {"available": True, "version": versions[VERSIONS[name][0]], "versions": versions}
+    if name in ("ferroloop", "cadeloop"):
+        # ferroloop's server is being written: without serve() the
+        # contender still runs, and each measurement reports the error.
+        found["serve"] = hasattr(importlib.import_module(name), "serve")
+    if name == "granian" and shutil.which("granian", path=str(Path(sys.executable).parent)) is None:
+        return {"available": False, "reason": "no granian executable in the venv"}
+    return found
+
+
+def main() -> int:
+    command, *rest = sys.argv[1:] or [""]
+    if command == "serve" and len(rest) == 2 and rest[0] in ("ferroloop", "cadeloop"):
+        return serve(rest[0], int(rest[1]))
+    if command == "probe":
+        print(json.dumps({name: probe(name) for name in rest}))
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The HTTP servers under comparison (BENCHMARKS.md, "HTTP"): how each is
+installed, started and described.
+
+Every server runs one worker on CPU 0 and serves `http_app.app` (raw ASGI 3)
+on 127.0.0.1, except `rust-plaintext`: loop-http's pure-Rust example, the
+ceiling for what any of them could do on the plaintext workload, with a
+fixed response and no Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+HTTP_SERVE = BENCH / "http_serve.py"
+APP_SPEC = "http_app:app"
+PLAINTEXT_SOURCE = REPO / "loop-http" / "examples" / "plaintext.rs"
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    # PyPI distributions the bench venv needs for it (wheels only).
+    dists: tuple[str, ...]
+    # What the report says about how it was run.
+    settings: str
+    # Workloads it takes part in; None: all of them.
+    workloads: tuple[str, ...] | None = None
+    # Runs http_app, so its call count is checked against wrk's requests.
+    runs_app: bool = True
+
+
+GRANIAN_ARGS = (
+    "--interface", "asgi", "--workers", "1", "--runtime-mode", "st",
+    "--runtime-threads", "1", "--loop", "uvloop", "--http", "1", "--no-ws",
+    "--no-access-log", "--log-level", "warning",
+)  # fmt: skip
+UVICORN_ARGS = (
+    "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--workers", "1",
+    "--lifespan", "on", "--log-level", "warning",
+)  # fmt: skip
+
+SERVERS: dict[str, Server] = {
+    s.name: s
+    for s in (
+        Server("ferroloop", (), 'ferroloop.serve(app, host="127.0.0.1", port=P, access_log=False)'),
+        Server(
+            "cadeloop",
+            ("cadeloop",),
+            'cadeloop.serve(app, host="127.0.0.1", port=P, access_log=False) '
+            "(defaults: workers=1, latency_mode=balanced)",
+        ),
+        Server("granian", ("granian", "uvloop"), "granian " + " ".join(GRANIAN_ARGS)),
+        Server("uvicorn", ("uvicorn", "httptools", "uvloop"), "uvicorn " + " ".join(UVICORN_ARGS)),
+        Server(
+            "rust-plaintext",
+            (),
+            "loop-http/examples/plaintext.rs, dist profile (fixed response, no Python)",
+            workloads=("plaintext",),
+            runs_app=False,
+        ),
+    )
+}
+
+# Ours: their failures fail the run; a peer's failure is only reported.
+CORE = ("ferroloop", "rust-plaintext")
+
+
+def command(name: str, python: Path, port: int, plaintext: Path | None) -> list[str]:
+    """The command line that starts `name` on 127.0.0.1:`port` (cwd: bench/)."""
+    bindir = python.parent
+    if name in ("ferroloop", "cadeloop"):
+        return [str(python), str(HTTP_SERVE), "serve", name, str(port)]
+    if name == "granian":
+        return [
+            str(bindir / "granian"),
+            *GRANIAN_ARGS,
+            "--host", "127.0.0.1", "--port", str(port),
+            "--working-dir", str(BENCH),
+            APP_SPEC,
+        ]  # fmt: skip
+    if name == "uvicorn":
+        return [
+            str(python), "-m", "uvicorn",
+            *UVICORN_ARGS,
+            "--host", "127.0.0.1", "--port", str(port),
+            "--app-dir", str(BENCH),
+            APP_SPEC,
+        ]  # fmt: skip
+    if name == "rust-plaintext":
+        if plaintext is None:
+            raise ValueError("rust-plaintext has no binary")
+        return [str(plaintext), f"127.0.0.1:{port}"]
+    raise ValueError(f"unknown server {name}")
+
+
+def build_plaintext() -> Path | None:
+    """Build loop-http's plaintext example with the dist profile in the
+    bench binaries' target dir, as `cargo xtask bench` does; None when the
+    example does not exist (yet)."""
+    if not PLAINTEXT_SOURCE.exists():
+        return None
+    target = REPO / "target" / "xtask-bench"
+    subprocess.run(
+        ["cargo", "build", "--quiet", "--profile", "dist", "-p", "loop-http",
+         "--example", "plaintext"],
+        cwd=REPO,
+        env=os.environ | {"CARGO_TARGET_DIR": str(target)},
+        check=True,
+    )  # fmt: skip
+    return target / "dist" / "examples" / "plaintext"
+
+
+def probe(
+    python: Path, names: list[str], plaintext: Path | None, build_error: str | None = None
+) -> dict[str, dict]:
+    """Which servers can run: versions from the venv, the Rust binary's
+    presence (`build_error`: why building it failed)."""
+    found: dict[str, dict] = {}
+    python_names = [n for n in names if n != "rust-plaintext"]
+    if python_names:
+        proc = subprocess.run(
+            [str(python), str(HTTP_SERVE), "probe", *python_names],
+            capture_output=True,
+            text=True,
+        )
+        try:
+            found |= json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+            found |= {
+                n: {"available": False, "reason": f"probe exited {proc.returncode}: {tail}"}
+                for n in python_names
+            }
+    if "rust-plaintext" in names:
+        if plaintext is not None and plaintext.is_file():
+            found["rust-plaintext"] = {
+                "available": True,
+                "version": _loop_http_version(),
+                "binary": str(plaintext),
+            }
+        elif build_error is not None:
+            found["rust-plaintext"] = {"available": False, "reason": build_error}
+        elif not PLAINTEXT_SOURCE.exists():
+            found["rust-plaintext"] = {
+                "available": False,
+                "reason": f"{PLAINTEXT_SOURCE.relative_to(REPO)} does not exist",
+            }
+        else:
+            found["rust-plaintext"] = {
+                "available": False,
+                "reason": f"no binary built ({plaintext or 'none given'})",
+            }
+    return {n: found[n] for n in names}
+
+
+def _loop_http_version() -> str:
+    for line in (REPO / "Cargo.toml").read_text().splitlines():
+        if line.startswith("version"):
+            return "loop-http " + line.split("=", 1)[1].strip().strip('"')
+    return "loop-http"
