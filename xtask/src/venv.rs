@@ -56,7 +56,7 @@ pub fn ensure() -> Result<Venv, String> {
     let missing = cmd::new(venv.python())
         .args([
             "-c",
-            "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme",
+            "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets",
         ])
         .output()
         .map(|o| !o.status.success())

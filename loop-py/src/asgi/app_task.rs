@@ -86,8 +86,8 @@ enum Stepped {
 }
 
 impl AppTask {
-    /// Make the task and run its first step now.
-    pub(super) fn start(
+    /// Make the task (its first step is `first_step`).
+    pub(super) fn new(
         py: Python<'_>,
         coro: Bound<'_, PyAny>,
         event_loop: Py<Loop>,
@@ -113,8 +113,12 @@ impl AppTask {
                 wakeup: None,
             },
         )?;
-        Self::step(task.bind(py), None)?;
         Ok(task)
+    }
+
+    /// Run the first step now, in the caller's (read callback's) turn.
+    pub(super) fn first_step(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::step(slf, None)
     }
 
     pub(super) fn is_done(&self) -> bool {
@@ -152,7 +156,15 @@ impl AppTask {
             exc,
         )?;
         match stepped {
-            Stepped::Returned(value) => Self::finish(slf, Outcome::Result(value)),
+            Stepped::Returned(value) => {
+                // Cancelled during its last step: cancelled, as in asyncio.
+                let cancelled = std::mem::take(&mut slf.borrow_mut().must_cancel);
+                if cancelled {
+                    Self::finish(slf, Outcome::Cancelled)
+                } else {
+                    Self::finish(slf, Outcome::Result(value))
+                }
+            }
             Stepped::Raised(err) => {
                 if err.is_instance(py, cancelled_error(py)?.bind(py)) {
                     Self::finish(slf, Outcome::Cancelled)
@@ -171,7 +183,17 @@ impl AppTask {
                     )
                 }
             }
-            Stepped::Yielded(obj) => Self::wait_on(slf, obj.into_bound(py)),
+            Stepped::Yielded(obj) => {
+                Self::wait_on(slf, obj.into_bound(py))?;
+                // The app waits: what it has sent so far (a response head,
+                // a streamed event) goes out now rather than with the next
+                // body message.
+                let conn = slf.borrow().conn.as_ref().map(|c| c.clone_ref(py));
+                if let Some(conn) = conn {
+                    HttpConnection::flush_if_buffered(conn.bind(py))?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -192,7 +214,9 @@ impl AppTask {
         if unsafe { ffi::PyContext_Enter(context.as_ptr()) } < 0 {
             return Err(PyErr::fetch(py));
         }
-        let entered = enter_task(py).and_then(|f| f.call1(py, (event_loop, slf)));
+        let entered = enter_task(py).and_then(|f| {
+            pyapi::vectorcall(f.bind(py), &[event_loop.as_any(), slf.as_any()], None, &[])
+        });
         let stepped = match entered {
             Err(e) => Stepped::Raised(e),
             Ok(_) => {
@@ -229,7 +253,10 @@ impl AppTask {
                         Err(e) => Stepped::Raised(e),
                     },
                 };
-                if let Err(e) = leave_task(py).and_then(|f| f.call1(py, (event_loop, slf))) {
+                let left = leave_task(py).and_then(|f| {
+                    pyapi::vectorcall(f.bind(py), &[event_loop.as_any(), slf.as_any()], None, &[])
+                });
+                if let Err(e) = left {
                     // SAFETY: balance the Enter above before reporting.
                     unsafe { ffi::PyContext_Exit(context.as_ptr()) };
                     return Err(e);
@@ -604,6 +631,13 @@ impl AppTask {
         if let Some(c) = &self.conn {
             visit.call(c)?;
         }
+        visit.call(&self.context)?;
+        if let Some(m) = &self.cancel_message {
+            visit.call(m)?;
+        }
+        if let Some(n) = &self.name {
+            visit.call(n)?;
+        }
         Ok(())
     }
 
@@ -613,5 +647,7 @@ impl AppTask {
         self.wakeup = None;
         self.callbacks.clear();
         self.conn = None;
+        self.cancel_message = None;
+        self.name = None;
     }
 }

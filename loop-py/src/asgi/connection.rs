@@ -15,7 +15,8 @@ use super::app_task::AppTask;
 use super::exchange::{Exchange, ResponseState};
 use super::server::HttpServer;
 use super::settings::{
-    Settings, BODY_BUFFER, DISCARD_LIMIT, LINGER, PIPELINE_BUFFER, WRITE_HIGH, WRITE_LOW,
+    Settings, BODY_BUFFER, CLOSING_DRAIN, DISCARD_LIMIT, LINGER, PIPELINE_BUFFER, WRITE_HIGH,
+    WRITE_LOW,
 };
 use super::sys::{self, Addr};
 use super::{scope, ClientDisconnected};
@@ -52,6 +53,8 @@ pub(super) enum Deadline {
     Head,
     /// Nothing received on an idle keep-alive connection.
     KeepAlive,
+    /// A closing connection's output did not drain in time.
+    Closing,
     /// Closing connection stops lingering.
     Linger,
 }
@@ -68,6 +71,10 @@ pub struct HttpConnection {
     peer_ip: Option<IpAddr>,
     pub(super) client_text: String,
     callbacks: Option<Callbacks>,
+    /// The context the connection's loop callbacks run in (the server's,
+    /// captured at accept). Without it a reader re-registered inside an
+    /// app step would carry that request's context vars into the next.
+    base_context: Py<PyAny>,
     reading: bool,
     writing: bool,
     parser: RequestParser,
@@ -135,7 +142,9 @@ impl HttpConnection {
         };
         let now = clock::monotonic();
         let parser = RequestParser::new(settings.limits.clone());
+        let base_context = crate::pyapi::copy_current_context(py)?.unbind();
         Ok(HttpConnection {
+            base_context,
             client: addr_tuple(py, &peer, false)?,
             local: addr_tuple(py, &local, true)?,
             server,
@@ -187,7 +196,7 @@ impl HttpConnection {
                 }
                 match &self.exchange {
                     Some(ex) if self.parser.in_body() && !ex.body_done => {
-                        ex.body.len() < BODY_BUFFER && (!ex.expect_continue || ex.continue_sent)
+                        ex.body.len() < BODY_BUFFER && (!ex.expect_continue || ex.body_wanted)
                     }
                     _ => self.pending.len() < PIPELINE_BUFFER,
                 }
@@ -199,7 +208,7 @@ impl HttpConnection {
     /// Bring the loop's reader/writer registrations in line with the state.
     pub(super) fn sync_interest(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let (fd, want_read, want_write, reading, writing, cbs, event_loop) = {
+        let (fd, want_read, want_write, reading, writing, cbs, event_loop, ctx) = {
             let me = slf.borrow();
             let Some(cbs) = me.callbacks.as_ref() else {
                 return Ok(());
@@ -217,6 +226,7 @@ impl HttpConnection {
                 me.writing,
                 (cbs.readable.clone_ref(py), cbs.writable.clone_ref(py)),
                 me.event_loop.clone_ref(py),
+                me.base_context.clone_ref(py),
             )
         };
         if fd < 0 {
@@ -226,12 +236,13 @@ impl HttpConnection {
         let fd_obj = PyInt::new(py, fd);
         if want_read != reading {
             if want_read {
-                Loop::add_fd_callback(
+                Loop::add_fd_callback_in(
                     lp,
                     fd_obj.as_any(),
                     cbs.0.into_bound(py),
                     PyTuple::empty(py),
                     false,
+                    Some(ctx.bind(py).clone()),
                 )?;
             } else {
                 Loop::remove_fd_callback(lp, fd_obj.as_any(), false)?;
@@ -240,12 +251,13 @@ impl HttpConnection {
         }
         if want_write != writing {
             if want_write {
-                Loop::add_fd_callback(
+                Loop::add_fd_callback_in(
                     lp,
                     fd_obj.as_any(),
                     cbs.1.into_bound(py),
                     PyTuple::empty(py),
                     true,
+                    Some(ctx.bind(py).clone()),
                 )?;
             } else {
                 Loop::remove_fd_callback(lp, fd_obj.as_any(), true)?;
@@ -267,8 +279,8 @@ impl HttpConnection {
                     Self::fail(slf, status)?;
                     break;
                 }
-                Step::Drop => {
-                    Self::lose(slf)?;
+                Step::Close => {
+                    Self::close_gracefully(slf)?;
                     break;
                 }
             }
@@ -315,7 +327,7 @@ impl HttpConnection {
                     let stop = if !self.parser.in_body()
                         || ex.body_done
                         || ex.body.len() >= BODY_BUFFER
-                        || (ex.expect_continue && !ex.continue_sent)
+                        || (ex.expect_continue && !ex.body_wanted)
                     {
                         true
                     } else {
@@ -357,7 +369,7 @@ impl HttpConnection {
                         let len = (range.end - range.start) as u64;
                         pos += n;
                         if len > self.discard_left {
-                            break Step::Drop;
+                            break Step::Close;
                         }
                         self.discard_left -= len;
                     }
@@ -368,7 +380,7 @@ impl HttpConnection {
                     Ok((n, Some(Event::Head(_)))) => pos += n,
                     Ok((n, None)) if n > 0 => pos += n,
                     Ok((_, None)) => break Step::Wait,
-                    Err(_) => break Step::Drop,
+                    Err(_) => break Step::Close,
                 },
                 Phase::Closing => {
                     // Lingering: input is read and dropped.
@@ -401,32 +413,43 @@ impl HttpConnection {
         if over_limit {
             return Self::fail(slf, 503);
         }
-        let (id, scope) = {
+        let built = {
+            let me = slf.borrow();
+            let settings = me.settings.clone();
+            me.client_and_scheme(py, &head, &settings)
+                .and_then(|(client, scheme)| {
+                    let srv = server.borrow();
+                    let state = srv.state.as_ref().map(|s| s.bind(py).clone());
+                    scope::build(
+                        py,
+                        &scope::ScopeParts {
+                            head: &head,
+                            conn: scope::ConnInfo {
+                                client: &client,
+                                server: me.local.bind(py),
+                                scheme,
+                            },
+                            root_path: &settings.root_path,
+                            state: state.as_ref(),
+                        },
+                    )
+                })
+        };
+        let scope = match built {
+            Ok(scope) => scope,
+            Err(err) => {
+                HttpServer::log_app_error(server, &err)?;
+                return Self::fail(slf, 500);
+            }
+        };
+        let id = {
             let mut me = slf.borrow_mut();
             let id = me.next_id;
             me.next_id += 1;
             me.phase = Phase::Active;
             me.deadline_kind = Deadline::None;
-            let settings = me.settings.clone();
-            let (client, scheme) = me.client_and_scheme(py, &head, &settings)?;
-            let srv = server.borrow();
-            let state = srv.state.as_ref().map(|s| s.bind(py).clone());
-            let scope = scope::build(
-                py,
-                &scope::ScopeParts {
-                    head: &head,
-                    conn: scope::ConnInfo {
-                        client: &client,
-                        server: me.local.bind(py),
-                        scheme,
-                    },
-                    root_path: &settings.root_path,
-                    state: state.as_ref(),
-                },
-            )?;
-            drop(srv);
             me.exchange = Some(Exchange::new(id, head));
-            (id, scope)
+            id
         };
         let app = server.borrow().app.clone_ref(py);
         let receive = Bound::new(py, super::exchange::Receive::new(slf.clone().unbind(), id))?;
@@ -438,11 +461,11 @@ impl HttpConnection {
                 return Self::fail(slf, 500);
             }
         };
-        server.borrow_mut().tasks += 1;
         let event_loop = slf.borrow().event_loop.clone_ref(py);
-        let conn = slf.clone().unbind();
+        let task = AppTask::new(py, coro, event_loop, slf.clone().unbind(), id)?;
+        server.borrow_mut().tasks += 1;
         // The first step runs now; the app may well finish inside it.
-        let task = AppTask::start(py, coro, event_loop, conn, id)?;
+        AppTask::first_step(task.bind(py))?;
         if let Some(ex) = slf.borrow_mut().exchange.as_mut().filter(|ex| ex.id == id) {
             if !task.borrow(py).is_done() {
                 ex.task = Some(task.into_any());
@@ -486,7 +509,7 @@ impl HttpConnection {
         let server = slf.borrow().server.clone_ref(py);
         {
             let mut me = slf.borrow_mut();
-            if me.phase == Phase::Closed {
+            if matches!(me.phase, Phase::Closed | Phase::Closing) {
                 return Ok(());
             }
             let active = me.phase == Phase::Active;
@@ -515,9 +538,12 @@ impl HttpConnection {
                 if let Some(ex) = me.exchange.as_mut().filter(|_| active) {
                     ex.status = status;
                     ex.response = ResponseState::Done;
+                    // The app's exchange is over: its send() raises
+                    // ClientDisconnected, receive() says http.disconnect.
+                    ex.disconnected = true;
                 }
             }
-            me.phase = Phase::Closing;
+            me.enter_closing();
         }
         Exchange::end_for_app(slf)?;
         Self::flush(slf)
@@ -575,6 +601,38 @@ impl HttpConnection {
         Ok(())
     }
 
+    /// Stop taking requests; what is buffered still goes out (bounded by
+    /// the closing deadline), then half-close and linger.
+    fn enter_closing(&mut self) {
+        self.phase = Phase::Closing;
+        self.deadline_kind = Deadline::Closing;
+        self.deadline = clock::monotonic() + CLOSING_DRAIN;
+    }
+
+    fn close_gracefully(slf: &Bound<'_, Self>) -> PyResult<()> {
+        {
+            let mut me = slf.borrow_mut();
+            if matches!(me.phase, Phase::Closed | Phase::Closing) {
+                return Ok(());
+            }
+            me.enter_closing();
+        }
+        Exchange::end_for_app(slf)?;
+        Self::flush(slf)
+    }
+
+    /// Flush if anything is buffered (called when the app waits).
+    pub(super) fn flush_if_buffered(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let buffered = {
+            let me = slf.borrow();
+            me.phase != Phase::Closed && me.buffered_out() > 0 && !me.writing
+        };
+        if buffered {
+            Self::flush(slf)?;
+        }
+        Ok(())
+    }
+
     pub(super) fn out_buffer(&mut self) -> &mut Vec<u8> {
         &mut self.wbuf
     }
@@ -614,14 +672,18 @@ impl HttpConnection {
                         }
                         _ => false,
                     };
-                    (left, ex.expect_continue && !ex.continue_sent, too_much)
+                    (
+                        left,
+                        left && ex.expect_continue && !ex.continue_sent,
+                        too_much,
+                    )
                 }
                 None => (false, false, false),
             };
             let keep = keep_alive && !draining && !me.peer_eof && !unread_expect && !too_much_left;
             let now = clock::monotonic();
             if !keep {
-                me.phase = Phase::Closing;
+                me.enter_closing();
             } else if body_left {
                 me.phase = Phase::Discard;
                 me.discard_left = DISCARD_LIMIT;
@@ -648,11 +710,16 @@ impl HttpConnection {
             matches!(me.phase, Phase::Idle | Phase::Discard) && !me.pending.is_empty()
         };
         if resume {
-            let event_loop = slf.borrow().event_loop.clone_ref(py);
+            let (event_loop, ctx) = {
+                let me = slf.borrow();
+                (me.event_loop.clone_ref(py), me.base_context.clone_ref(py))
+            };
             let again = slf.getattr(intern!(py, "_resume"))?;
+            let kwargs = pyo3::types::PyDict::new(py);
+            kwargs.set_item(intern!(py, "context"), ctx)?;
             event_loop
                 .bind(py)
-                .call_method1(intern!(py, "call_soon"), (again,))?;
+                .call_method(intern!(py, "call_soon"), (again,), Some(&kwargs))?;
         }
         Ok(())
     }
@@ -718,12 +785,18 @@ impl HttpConnection {
     /// Server shutdown: idle connections close now, busy ones after their
     /// response.
     pub(super) fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
-        // No request in flight (a partial head is not one): close now.
-        let idle = matches!(
-            slf.borrow().phase,
-            Phase::Idle | Phase::Discard | Phase::Closing
-        );
-        if idle {
+        // No request in flight (a partial head is not one): close now,
+        // after what is already written goes out.
+        let (idle, buffered) = {
+            let me = slf.borrow();
+            (
+                matches!(me.phase, Phase::Idle | Phase::Discard | Phase::Closing),
+                me.buffered_out() > 0,
+            )
+        };
+        if idle && buffered {
+            Self::close_gracefully(slf)?;
+        } else if idle {
             Self::lose(slf)?;
         }
         Ok(())
@@ -759,7 +832,10 @@ impl HttpConnection {
                 && now >= me.deadline
             {
                 act = match me.deadline_kind {
-                    Deadline::Head if !me.pending.is_empty() || !me.parser.is_idle() => {
+                    Deadline::Head
+                        if me.phase == Phase::Idle
+                            && (!me.pending.is_empty() || !me.parser.is_idle()) =>
+                    {
                         Act::Timeout
                     }
                     _ => Act::Close,
@@ -850,7 +926,8 @@ enum Step {
     Start(Box<RequestHead>),
     Deliver,
     Fail(u16),
-    Drop,
+    /// Stop reading requests: finish writing, then close.
+    Close,
 }
 
 #[pymethods]

@@ -14,7 +14,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 pub(super) enum ResponseState {
     NotStarted,
@@ -29,7 +29,11 @@ pub(super) struct Exchange {
     pub head: RequestHead,
     pub info: RequestInfo,
     pub expect_continue: bool,
+    /// `100 Continue` went out.
     pub continue_sent: bool,
+    /// The app called `receive()`: for an `Expect: 100-continue` request the
+    /// body is read only from then on.
+    pub body_wanted: bool,
     /// Body received, not yet handed to the app.
     pub body: Vec<u8>,
     pub body_done: bool,
@@ -56,6 +60,7 @@ impl Exchange {
             info,
             head,
             continue_sent: false,
+            body_wanted: false,
             body: Vec::new(),
             body_done,
             final_delivered: false,
@@ -215,14 +220,15 @@ impl Exchange {
                         }
                     }
                     // RFC 9110 §10.1.1: 100 Continue only for 1.1 clients
-                    // that asked, and only once the app wants the body.
-                    if ex.expect_continue
-                        && !ex.continue_sent
-                        && matches!(ex.response, ResponseState::NotStarted)
-                        && !ex.final_delivered
-                    {
-                        ex.continue_sent = true;
-                        sent_continue = true;
+                    // that asked, and only once the app wants the body (not
+                    // after a final response started: the client then
+                    // sends the body on its own or not at all).
+                    if ex.expect_continue && !ex.body_wanted {
+                        ex.body_wanted = true;
+                        if matches!(ex.response, ResponseState::NotStarted) && !ex.final_delivered {
+                            ex.continue_sent = true;
+                            sent_continue = true;
+                        }
                     }
                     Next::Wait { sent_continue }
                 }
@@ -268,10 +274,11 @@ impl Exchange {
         let py = conn.py();
         let kind = field(message, intern!(py, "type"))?
             .ok_or_else(|| PyTypeError::new_err("ASGI message has no 'type'"))?;
-        let kind: String = kind
-            .extract()
+        let kind = kind
+            .cast_into::<PyString>()
             .map_err(|_| PyTypeError::new_err("ASGI message 'type' must be a str"))?;
-        let msg = match kind.as_str() {
+        let kind = kind.to_str()?;
+        let msg = match kind {
             "http.response.start" => {
                 let status = field(message, intern!(py, "status"))?.ok_or_else(|| {
                     PyTypeError::new_err("'http.response.start' needs a 'status'")
@@ -352,7 +359,9 @@ impl Exchange {
         if let Some(keep_alive) = outcome {
             HttpConnection::response_complete(conn, keep_alive)?;
         }
-        let must_wait = {
+        // Once the response is complete the exchange may be replaced by a
+        // pipelined one at any moment: its send() never waits.
+        let must_wait = outcome.is_none() && {
             let me = conn.borrow();
             me.over_high_water() && !me.is_closed()
         };
@@ -525,6 +534,34 @@ fn header_list(
     let Some(obj) = obj else {
         return Ok(Vec::new());
     };
+    // The usual shape, a list of 2-tuples of bytes, without the iterator
+    // protocol.
+    if let Ok(list) = obj.cast::<PyList>() {
+        let mut out = Vec::with_capacity(list.len());
+        let mut simple = true;
+        for item in list.iter() {
+            match item.cast::<PyTuple>() {
+                Ok(pair) if pair.len() == 2 => {
+                    let (Ok(name), Ok(value)) = (
+                        pair.get_item(0)?.cast_into::<PyBytes>(),
+                        pair.get_item(1)?.cast_into::<PyBytes>(),
+                    ) else {
+                        return Err(PyTypeError::new_err(
+                            "header names and values must be bytes",
+                        ));
+                    };
+                    out.push((name, value));
+                }
+                _ => {
+                    simple = false;
+                    break;
+                }
+            }
+        }
+        if simple {
+            return Ok(out);
+        }
+    }
     let mut out = Vec::new();
     for item in obj.try_iter()? {
         let item = item?;

@@ -127,9 +127,11 @@ pub fn resolve<'a>(
             _ => {}
         }
     }
-    // RFC 7239 takes precedence: it is the standard, and a proxy that sets
-    // it means it.
-    if !forwarded.is_empty() {
+    // X-Forwarded-* win when present: the common proxies (nginx, HAProxy,
+    // cloud load balancers) set them and pass other headers through, so a
+    // client could otherwise forge `Forwarded`. RFC 7239 `Forwarded` is
+    // used only from proxies that send no X-Forwarded-For/-Proto.
+    if xff.is_empty() && xfp.is_none() && !forwarded.is_empty() {
         return from_forwarded(trust, &forwarded);
     }
     let mut out = Forwarded::default();
@@ -287,6 +289,19 @@ mod tests {
         let f = resolve(&t, h.iter().copied());
         assert_eq!(f.client.as_deref(), Some("2001:db8::1"));
         assert_eq!(f.scheme, Some("https"));
+    }
+
+    #[test]
+    fn x_forwarded_beats_a_forged_forwarded() {
+        let t = trust("127.0.0.1");
+        let h = headers(&[
+            ("forwarded", "for=8.8.8.8;proto=https"),
+            ("x-forwarded-for", "1.2.3.4"),
+            ("x-forwarded-proto", "http"),
+        ]);
+        let f = resolve(&t, h.iter().copied());
+        assert_eq!(f.client.as_deref(), Some("1.2.3.4"));
+        assert_eq!(f.scheme, Some("http"));
     }
 
     #[test]

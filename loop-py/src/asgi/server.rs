@@ -470,10 +470,15 @@ impl HttpServer {
             me.sweep = None;
             now - std::mem::replace(&mut me.last_sweep, now)
         };
+        Self::schedule_sweep(slf)?;
         let conns = slf.borrow().connections(py);
         for conn in conns {
-            HttpConnection::check_timers(conn.bind(py), now, elapsed)?;
+            if let Err(err) = HttpConnection::check_timers(conn.bind(py), now, elapsed) {
+                // One connection's failure must not stop every timeout.
+                Self::log_app_error(slf, &err)?;
+                let _ = HttpConnection::abort(conn.bind(py));
+            }
         }
-        Self::schedule_sweep(slf)
+        Ok(())
     }
 }

@@ -31,6 +31,9 @@ pub const PIPELINE_BUFFER: usize = 64 * 1024;
 /// Response bytes buffered before `send()` waits (asyncio's water marks).
 pub const WRITE_HIGH: usize = 64 * 1024;
 pub const WRITE_LOW: usize = 16 * 1024;
+/// How long a closing connection may take to write what it has buffered
+/// (an error response to a client that stopped reading).
+pub const CLOSING_DRAIN: f64 = 10.0;
 /// How long a closing connection keeps reading (and discarding) so that an
 /// error response is not destroyed by an RST for unread input.
 pub const LINGER: f64 = 2.0;

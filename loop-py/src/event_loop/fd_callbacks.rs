@@ -56,13 +56,26 @@ impl Loop {
         args: Bound<'_, PyTuple>,
         write: bool,
     ) -> PyResult<Py<Handle>> {
+        Self::add_fd_callback_in(slf, fd, callback, args, write, None)
+    }
+
+    /// `add_fd_callback` with the callback run in `context` (by default a
+    /// copy of the current one, as asyncio does).
+    pub(crate) fn add_fd_callback_in(
+        slf: &Bound<'_, Self>,
+        fd: &Bound<'_, PyAny>,
+        callback: Bound<'_, PyAny>,
+        args: Bound<'_, PyTuple>,
+        write: bool,
+        context: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Handle>> {
         let this = slf.get();
         this.check_closed()?;
         let fd = fileobj_to_fd(fd)?;
         let handle = NewHandle {
             callback,
             args,
-            context: None,
+            context,
             event_loop: slf.as_any(),
             debug: this.is_debug(),
         }

@@ -105,10 +105,16 @@ class Server:
             with self._signal_handlers(loop):
                 await self._exit_event.wait()
                 await self._shutdown()
+                self.started = False
         finally:
+            if self._native is not None and self.started:
+                # Cancelled or failed before a graceful shutdown: stop the
+                # native server before its listening fds are closed.
+                self._native.stop_accepting()
+                self._native.close_all()
             self._close_sockets()
-            await lifespan.shutdown()
             self.started = False
+            await lifespan.shutdown()
 
     def _bind(self) -> None:
         config = self.config
