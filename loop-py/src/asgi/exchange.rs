@@ -349,7 +349,7 @@ impl Exchange {
             }
             let mut srv = server.bind(py).borrow_mut();
             let mut ex = me.exchange.take().ok_or_else(client_disconnected)?;
-            let result = apply(&mut ex, &mut me, &mut srv, msg, &kind);
+            let result = apply(&mut ex, &mut me, &mut srv, msg, kind);
             me.exchange = Some(ex);
             result?
         };
