@@ -4,6 +4,7 @@
 use loop_http::{RequestHead, Version};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 /// The ASGI HTTP spec version implemented (`send()` raising `OSError` after
@@ -77,9 +78,40 @@ pub struct ScopeParts<'a> {
     pub state: Option<&'a Bound<'a, PyDict>>,
 }
 
+/// Every scope key, in order, mapped to None: copying it gives a dict of
+/// the final size at once, where inserting into an empty dict resizes it
+/// twice per request.
+fn template(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
+    static TEMPLATE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    TEMPLATE
+        .get_or_try_init(py, || {
+            let t = PyDict::new(py);
+            for key in [
+                intern!(py, "type"),
+                intern!(py, "asgi"),
+                intern!(py, "http_version"),
+                intern!(py, "server"),
+                intern!(py, "client"),
+                intern!(py, "scheme"),
+                intern!(py, "method"),
+                intern!(py, "root_path"),
+                intern!(py, "path"),
+                intern!(py, "raw_path"),
+                intern!(py, "query_string"),
+                intern!(py, "headers"),
+                intern!(py, "state"),
+                intern!(py, "extensions"),
+            ] {
+                t.set_item(key, py.None())?;
+            }
+            Ok::<_, PyErr>(t.unbind())
+        })
+        .map(|t| t.bind(py))
+}
+
 pub fn build<'py>(py: Python<'py>, parts: &ScopeParts<'_>) -> PyResult<Bound<'py, PyDict>> {
     let head = parts.head;
-    let scope = PyDict::new(py);
+    let scope = template(py)?.copy()?;
     scope.set_item(intern!(py, "type"), intern!(py, "http"))?;
     let asgi = PyDict::new(py);
     asgi.set_item(intern!(py, "version"), intern!(py, "3.0"))?;
@@ -116,8 +148,9 @@ pub fn build<'py>(py: Python<'py>, parts: &ScopeParts<'_>) -> PyResult<Bound<'py
         )?)?;
     }
     scope.set_item(intern!(py, "headers"), headers)?;
-    if let Some(state) = parts.state {
-        scope.set_item(intern!(py, "state"), state.copy()?)?;
+    match parts.state {
+        Some(state) => scope.set_item(intern!(py, "state"), state.copy()?)?,
+        None => scope.del_item(intern!(py, "state"))?,
     }
     let extensions = PyDict::new(py);
     extensions.set_item(intern!(py, "http.response.trailers"), PyDict::new(py))?;
