@@ -406,8 +406,9 @@ def _common_options() -> argparse.ArgumentParser:
     common.add_argument(
         "--out",
         type=Path,
-        default=REPO / "bench" / "results",
-        help="where results are written (default bench/results)",
+        default=None,
+        help="where results are written (default bench/results; with --quick target/bench-quick, "
+        "so a quick run never replaces the published results)",
     )
     common.add_argument(
         "--compare",
@@ -495,6 +496,9 @@ def main() -> int:
     cmp.set_defaults(func=run_compare)
 
     args = parser.parse_args()
+    if hasattr(args, "out") and args.out is None:
+        quick = getattr(args, "quick", False)
+        args.out = REPO / "target" / "bench-quick" if quick else REPO / "bench" / "results"
     if getattr(args, "rounds", None) is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
     for path in getattr(args, "compare", None) or ():
