@@ -876,7 +876,7 @@ impl HttpConnection {
             match me.exchange.as_mut().filter(|ex| ex.id == id) {
                 Some(ex) => {
                     ex.task = None;
-                    Some((open, ex.response_progress()))
+                    Some((open && !ex.disconnected, ex.response_progress()))
                 }
                 None => None,
             }
@@ -884,7 +884,9 @@ impl HttpConnection {
         let Some((open, progress)) = progress else {
             return Ok(());
         };
-        let quiet = error.is_some() || cancelled;
+        // As uvicorn: an app that stops because its client went away is
+        // not an error.
+        let quiet = error.is_some() || cancelled || !open;
         match progress {
             Progress::Complete => Ok(()),
             Progress::NotStarted => {
