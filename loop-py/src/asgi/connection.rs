@@ -633,6 +633,16 @@ impl HttpConnection {
         Ok(())
     }
 
+    /// Exchange `id` waits for body bytes that are already received.
+    pub(super) fn has_unparsed_body(&self, id: u64) -> bool {
+        self.phase == Phase::Active
+            && !self.pending.is_empty()
+            && self.parser.in_body()
+            && self.exchange.as_ref().is_some_and(|ex| {
+                ex.id == id && ex.body.is_empty() && !ex.body_done && !ex.expect_continue
+            })
+    }
+
     pub(super) fn out_buffer(&mut self) -> &mut Vec<u8> {
         &mut self.wbuf
     }

@@ -188,6 +188,12 @@ impl Exchange {
 
     fn receive<'py>(conn: &Bound<'py, HttpConnection>, id: u64) -> PyResult<Bound<'py, PyAny>> {
         let py = conn.py();
+        // Body bytes that arrived with the head are still unparsed when the
+        // app's first step asks for them: parse them now, so the app gets
+        // them at once instead of waiting a loop turn on a future.
+        if conn.borrow().has_unparsed_body(id) {
+            HttpConnection::process(conn)?;
+        }
         enum Next {
             Disconnect,
             Message(Vec<u8>, bool),
