@@ -4,7 +4,6 @@ per server CPU-second, peak RSS), then ferroloop's paired ratios."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from statistics import median
 
 import report
 from summary import BASELINE, SUBJECT
@@ -12,11 +11,6 @@ from summary import BASELINE, SUBJECT
 
 def _label(entry: dict) -> str:
     return f"{entry['kind']} {entry['size'] // 1024} KiB"
-
-
-def _share(result: dict, cpu_field: str) -> str:
-    shares = [m[cpu_field] / m["seconds"] for m in result["measurements"] if m["status"] == "ok"]
-    return f"{median(shares):.0%}" if shares else "n/a"
 
 
 def _header(result: dict) -> list[str]:
@@ -31,37 +25,12 @@ def _header(result: dict) -> list[str]:
     )
     notes = [
         f"- CPU share over the measured window (CPU time / wall time, median over "
-        f"measurements): server {_share(result, 'server_cpu_s')}, client "
-        f"{_share(result, 'client_cpu_s')}; the server near 100% means it, not the "
+        f"measurements): server {report.cpu_share(result, 'server_cpu_s', 'seconds')}, client "
+        f"{report.cpu_share(result, 'client_cpu_s', 'seconds')}; the server near 100% means it, not the "
         "client, set the pace (well below: it waited for the client or, on a busy host, "
         "for its CPU)"
     ]
     return report.header(result, "TCP echo benchmark", text, notes)
-
-
-def _table(
-    result: dict, contenders: list[str], title: str, cell: Callable[[dict, str], str]
-) -> list[str]:
-    """`title`, then a row per workload with `cell(ok_cell, contender)` per
-    contender; failed cells show their status."""
-    lines = [
-        f"## {title}",
-        "",
-        "| workload | " + " | ".join(contenders) + " |",
-        "|---|" + "---:|" * len(contenders),
-    ]
-    for entry in result["workloads"].values():
-        row = [_label(entry)]
-        for c in contenders:
-            got = entry["contenders"].get(c)
-            if got is None:
-                row.append("–")
-            elif got["status"] != "ok":
-                row.append(f"**{got['status']}**")
-            else:
-                row.append(cell(got, c))
-        lines.append("| " + " | ".join(row) + " |")
-    return lines + [""]
 
 
 def _with_x_asyncio(metric: str) -> Callable[[dict, str], str]:
@@ -102,24 +71,27 @@ def _ratio_table(result: dict, contenders: list[str]) -> list[str]:
 def markdown(result: dict) -> str:
     contenders = [n for n, c in result["contenders"].items() if c["available"]]
     lines = _header(result)
-    lines += _table(
+    lines += report.table(
         result,
         contenders,
         "Throughput: messages/s (MiB/s)",
+        _label,
         lambda got, _: (
             f"{report.ops(got['median_msgs_per_s'])} ({report.amount(got['median_mib_per_s'])})"
         ),
     )
-    lines += _table(
+    lines += report.table(
         result,
         contenders,
         "Messages per server CPU-second (×asyncio)",
+        _label,
         _with_x_asyncio("msgs_per_cpu_s"),
     )
-    lines += _table(
+    lines += report.table(
         result,
         contenders,
         "Peak server RSS (VmHWM, MiB)",
+        _label,
         lambda got, _: f"{got['median_peak_rss_mib']:.1f}",
     )
     if SUBJECT in contenders and len(contenders) > 1:

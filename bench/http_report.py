@@ -4,9 +4,6 @@ each server's fraction of the pure-Rust plaintext ceiling."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from statistics import median
-
 import report
 from summary import CEILING, SUBJECT
 
@@ -14,11 +11,6 @@ from summary import CEILING, SUBJECT
 def _label(entry: dict) -> str:
     body = f", {entry['body_size']:,} B body" if entry["body_size"] else ""
     return f"{entry['method']} {entry['path']}{body}"
-
-
-def _share(result: dict, cpu_field: str) -> str:
-    shares = [m[cpu_field] / m["window_s"] for m in result["measurements"] if m["status"] == "ok"]
-    return f"{median(shares):.0%}" if shares else "n/a"
 
 
 def _header(result: dict) -> list[str]:
@@ -39,37 +31,14 @@ def _header(result: dict) -> list[str]:
         "- servers: "
         + "; ".join(f"**{name}**: `{how}`" for name, how in m["settings"].items()),
         f"- CPU share over the measured window (CPU time / wall time, median over "
-        f"measurements): server {_share(result, 'server_cpu_s')}, wrk "
-        f"{_share(result, 'client_cpu_s')}; the server near 100% means it set the pace "
+        f"measurements): server {report.cpu_share(result, 'server_cpu_s', 'window_s')}, wrk "
+        f"{report.cpu_share(result, 'client_cpu_s', 'window_s')}; the server near 100% means it set the pace "
         "(wrk near 100%: the load generator did, as it may for rust-plaintext)",
         "- verified in every measurement: no socket error and no non-2xx response; the "
         "app's call count over the run between wrk's completed requests and that plus one "
         "per connection (wrk stops with up to one request in flight per connection)",
     ]
     return report.header(result, "HTTP benchmark (single worker)", text, notes)
-
-
-def _table(
-    result: dict, servers: list[str], title: str, cell: Callable[[dict, str], str]
-) -> list[str]:
-    lines = [
-        f"## {title}",
-        "",
-        "| workload | " + " | ".join(servers) + " |",
-        "|---|" + "---:|" * len(servers),
-    ]
-    for entry in result["workloads"].values():
-        row = [_label(entry)]
-        for s in servers:
-            got = entry["contenders"].get(s)
-            if got is None:
-                row.append("–")
-            elif got["status"] != "ok":
-                row.append(f"**{got['status']}**")
-            else:
-                row.append(cell(got, s))
-        lines.append("| " + " | ".join(row) + " |")
-    return lines + [""]
 
 
 def _ratio_table(result: dict, servers: list[str]) -> list[str]:
@@ -118,27 +87,30 @@ def _ceiling_lines(result: dict, servers: list[str]) -> list[str]:
 def markdown(result: dict) -> str:
     servers = [n for n, c in result["contenders"].items() if c["available"]]
     lines = _header(result)
-    lines += _table(
-        result, servers, "Requests/s", lambda got, _: report.ops(got["median_req_per_s"])
+    lines += report.table(
+        result, servers, "Requests/s", _label, lambda got, _: report.ops(got["median_req_per_s"])
     )
-    lines += _table(
+    lines += report.table(
         result,
         servers,
         "Requests per server CPU-second (server CPU %)",
+        _label,
         lambda got, _: (
             f"{report.ops(got['median_req_per_cpu_s'])} ({got['median_server_cpu_pct']:.0f}%)"
         ),
     )
-    lines += _table(
+    lines += report.table(
         result,
         servers,
         "Latency p50 / p99 (ms)",
+        _label,
         lambda got, _: f"{got['median_p50_ms']:.2f} / {got['median_p99_ms']:.2f}",
     )
-    lines += _table(
+    lines += report.table(
         result,
         servers,
         "Peak server RSS (VmHWM of the server's processes, MiB)",
+        _label,
         lambda got, _: f"{got['median_peak_rss_mib']:.1f}",
     )
     if any(entry.get("ferroloop_ratio") for entry in result["workloads"].values()):

@@ -5,6 +5,9 @@ are in sched_report.py and echo_report.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from statistics import median
+
 from summary import SUBJECT
 
 
@@ -53,6 +56,41 @@ def header(result: dict, title: str, method: str, notes: list[str]) -> list[str]
         "",
     ]
     return lines
+
+
+def cpu_share(result: dict, cpu_field: str, seconds_field: str) -> str:
+    """Median over ok measurements of a process's CPU time over wall time."""
+    shares = [m[cpu_field] / m[seconds_field] for m in result["measurements"] if m["status"] == "ok"]
+    return f"{median(shares):.0%}" if shares else "n/a"
+
+
+def table(
+    result: dict,
+    contenders: list[str],
+    title: str,
+    label: Callable[[dict], str],
+    cell: Callable[[dict, str], str],
+) -> list[str]:
+    """`title`, then a row per workload (`label(entry)`) with
+    `cell(ok_cell, contender)` per contender; failed cells show their status."""
+    lines = [
+        f"## {title}",
+        "",
+        "| workload | " + " | ".join(contenders) + " |",
+        "|---|" + "---:|" * len(contenders),
+    ]
+    for entry in result["workloads"].values():
+        row = [label(entry)]
+        for c in contenders:
+            got = entry["contenders"].get(c)
+            if got is None:
+                row.append("–")
+            elif got["status"] != "ok":
+                row.append(f"**{got['status']}**")
+            else:
+                row.append(cell(got, c))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
 
 
 def failures(result: dict) -> list[str]:
