@@ -31,6 +31,10 @@ cached_attr!(extract_stack, "ferroloop._format", "extract_stack");
 cached_attr!(log_slow_callback, "ferroloop._format", "log_slow_callback");
 cached_attr!(is_coroutine, "asyncio", "iscoroutine");
 cached_attr!(is_coroutine_function, "asyncio", "iscoroutinefunction");
+cached_attr!(cancelled_error, "asyncio", "CancelledError");
+cached_attr!(invalid_state_error, "asyncio", "InvalidStateError");
+cached_attr!(enter_task, "asyncio.tasks", "_enter_task");
+cached_attr!(leave_task, "asyncio.tasks", "_leave_task");
 
 /// `("loop",)`: keyword names for `Future(loop=…)` calls.
 pub fn kwnames_loop(py: Python<'_>) -> &Bound<'_, PyTuple> {

@@ -19,40 +19,7 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
-
-fn cached(
-    py: Python<'_>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    attr: &str,
-) -> PyResult<Py<PyAny>> {
-    cell.get_or_try_init(py, || {
-        Ok::<_, PyErr>(py.import(module)?.getattr(attr)?.unbind())
-    })
-    .map(|o| o.clone_ref(py))
-}
-
-fn enter_task(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    static CELL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    cached(py, &CELL, "asyncio.tasks", "_enter_task")
-}
-
-fn leave_task(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    static CELL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    cached(py, &CELL, "asyncio.tasks", "_leave_task")
-}
-
-fn cancelled_error(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    static CELL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    cached(py, &CELL, "asyncio", "CancelledError")
-}
-
-fn invalid_state_error(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    static CELL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    cached(py, &CELL, "asyncio", "InvalidStateError")
-}
 
 enum Outcome {
     Pending,
@@ -137,10 +104,10 @@ impl AppTask {
                 me.must_cancel = false;
                 let msg = me.cancel_message.as_ref().map(|m| m.clone_ref(py));
                 let err = match msg {
-                    Some(m) => cancelled_error(py)?.call1(py, (m,))?,
-                    None => cancelled_error(py)?.call0(py)?,
+                    Some(m) => pyapi::cancelled_error(py)?.call1((m,))?,
+                    None => pyapi::cancelled_error(py)?.call0()?,
                 };
-                exc = Some(err.into_bound(py));
+                exc = Some(err);
             }
             me.fut_waiter = None;
             let Some(coro) = me.coro.as_ref().map(|c| c.clone_ref(py)) else {
@@ -166,7 +133,7 @@ impl AppTask {
                 }
             }
             Stepped::Raised(err) => {
-                if err.is_instance(py, cancelled_error(py)?.bind(py)) {
+                if err.is_instance(py, pyapi::cancelled_error(py)?) {
                     Self::finish(slf, Outcome::Cancelled)
                 } else if err.is_instance_of::<PyKeyboardInterrupt>(py)
                     || err.is_instance_of::<PySystemExit>(py)
@@ -214,9 +181,8 @@ impl AppTask {
         if unsafe { ffi::PyContext_Enter(context.as_ptr()) } < 0 {
             return Err(PyErr::fetch(py));
         }
-        let entered = enter_task(py).and_then(|f| {
-            pyapi::vectorcall(f.bind(py), &[event_loop.as_any(), slf.as_any()], None, &[])
-        });
+        let entered = pyapi::enter_task(py)
+            .and_then(|f| pyapi::vectorcall(f, &[event_loop.as_any(), slf.as_any()], None, &[]));
         let stepped = match entered {
             Err(e) => Stepped::Raised(e),
             Ok(_) => {
@@ -253,8 +219,8 @@ impl AppTask {
                         Err(e) => Stepped::Raised(e),
                     },
                 };
-                let left = leave_task(py).and_then(|f| {
-                    pyapi::vectorcall(f.bind(py), &[event_loop.as_any(), slf.as_any()], None, &[])
+                let left = pyapi::leave_task(py).and_then(|f| {
+                    pyapi::vectorcall(f, &[event_loop.as_any(), slf.as_any()], None, &[])
                 });
                 if let Err(e) = left {
                     // SAFETY: balance the Enter above before reporting.
@@ -412,14 +378,12 @@ impl AppTask {
 
     fn not_done_error(py: Python<'_>, what: &str) -> PyResult<PyErr> {
         Ok(PyErr::from_value(
-            invalid_state_error(py)?.call1(py, (what,))?.into_bound(py),
+            pyapi::invalid_state_error(py)?.call1((what,))?,
         ))
     }
 
     fn cancelled_err(py: Python<'_>) -> PyResult<PyErr> {
-        Ok(PyErr::from_value(
-            cancelled_error(py)?.call0(py)?.into_bound(py),
-        ))
+        Ok(PyErr::from_value(pyapi::cancelled_error(py)?.call0()?))
     }
 }
 

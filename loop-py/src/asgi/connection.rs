@@ -234,35 +234,34 @@ impl HttpConnection {
         }
         let lp = event_loop.bind(py);
         let fd_obj = PyInt::new(py, fd);
-        if want_read != reading {
-            if want_read {
+        let (readable, writable) = cbs;
+        for (want, have, callback, write) in [
+            (want_read, reading, readable, false),
+            (want_write, writing, writable, true),
+        ] {
+            if want == have {
+                continue;
+            }
+            if want {
+                let args = PyTuple::empty(py);
+                let context = Some(ctx.bind(py).clone());
                 Loop::add_fd_callback_in(
                     lp,
                     fd_obj.as_any(),
-                    cbs.0.into_bound(py),
-                    PyTuple::empty(py),
-                    false,
-                    Some(ctx.bind(py).clone()),
+                    callback.into_bound(py),
+                    args,
+                    write,
+                    context,
                 )?;
             } else {
-                Loop::remove_fd_callback(lp, fd_obj.as_any(), false)?;
+                Loop::remove_fd_callback(lp, fd_obj.as_any(), write)?;
             }
-            slf.borrow_mut().reading = want_read;
-        }
-        if want_write != writing {
-            if want_write {
-                Loop::add_fd_callback_in(
-                    lp,
-                    fd_obj.as_any(),
-                    cbs.1.into_bound(py),
-                    PyTuple::empty(py),
-                    true,
-                    Some(ctx.bind(py).clone()),
-                )?;
+            let mut me = slf.borrow_mut();
+            if write {
+                me.writing = want;
             } else {
-                Loop::remove_fd_callback(lp, fd_obj.as_any(), true)?;
+                me.reading = want;
             }
-            slf.borrow_mut().writing = want_write;
         }
         Ok(())
     }
@@ -669,7 +668,8 @@ impl HttpConnection {
         {
             let mut me = slf.borrow_mut();
             if me.phase != Phase::Active {
-                return Ok(());
+                drop(me);
+                return Self::flush(slf);
             }
             let (body_left, unread_expect, too_much_left) = match &me.exchange {
                 Some(ex) => {

@@ -359,7 +359,9 @@ impl Exchange {
             me.exchange = Some(ex);
             result?
         };
-        if !is_start {
+        // A completed response is flushed by `response_complete`, after it
+        // decided whether the connection stays open.
+        if !is_start && outcome.is_none() {
             HttpConnection::flush(conn)?;
         }
         if let Some(keep_alive) = outcome {
