@@ -10,21 +10,10 @@ use crate::errors::os_error;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
-use std::io;
 use std::os::fd::RawFd;
 
-fn check(rc: isize) -> PyResult<usize> {
-    if rc < 0 {
-        Err(os_error(&io::Error::last_os_error()))
-    } else {
-        Ok(rc as usize)
-    }
-}
-
 fn send_slice(fd: RawFd, data: &[u8]) -> PyResult<usize> {
-    // SAFETY: `data` is a live, initialised slice for the duration of the
-    // call; MSG_NOSIGNAL turns a closed peer into EPIPE instead of SIGPIPE.
-    check(unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) })
+    crate::net::send(fd, data).map_err(|e| os_error(&e))
 }
 
 /// `sock.send(data)` on fd `fd`: the bytes sent.
@@ -70,5 +59,6 @@ pub fn sock_recv_into(fd: RawFd, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
 fn recv_slice(fd: RawFd, ptr: *mut u8, len: usize) -> PyResult<usize> {
     // SAFETY: the caller passes a live, writable region of `len` bytes that
     // stays valid (buffer export or GIL held) for the duration of the call.
-    check(unsafe { libc::recv(fd, ptr.cast(), len, 0) })
+    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+    crate::net::recv(fd, buf).map_err(|e| os_error(&e))
 }

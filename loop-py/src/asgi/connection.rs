@@ -18,9 +18,9 @@ use super::settings::{
     Settings, BODY_BUFFER, CLOSING_DRAIN, DISCARD_LIMIT, LINGER, PIPELINE_BUFFER, WRITE_HIGH,
     WRITE_LOW,
 };
-use super::sys::{self, Addr};
 use super::{scope, ClientDisconnected};
 use crate::event_loop::Loop;
+use crate::net::{self, Addr};
 use loop_core::clock;
 use loop_http::{error_response, Event, RequestHead, RequestParser};
 use pyo3::exceptions::PyRuntimeError;
@@ -131,7 +131,7 @@ impl HttpConnection {
         peer: Option<Addr>,
         slot: usize,
     ) -> PyResult<Self> {
-        let local = sys::local_addr(fd);
+        let local = net::local_addr(fd);
         let client_text = match &peer {
             Some(Addr::Inet(ip, port)) => format!("{ip}:{port}"),
             _ => String::new(),
@@ -564,7 +564,7 @@ impl HttpConnection {
                 && me.buffered_out() == 0
                 && me.deadline_kind != Deadline::Linger
             {
-                sys::shutdown_write(me.fd);
+                net::shutdown_write(me.fd);
                 me.deadline_kind = Deadline::Linger;
                 me.deadline = clock::monotonic() + LINGER;
                 me.peer_eof
@@ -581,7 +581,7 @@ impl HttpConnection {
 
     fn write_buffered(&mut self) -> io::Result<()> {
         while self.woff < self.wbuf.len() {
-            match sys::send(self.fd, &self.wbuf[self.woff..]) {
+            match net::send(self.fd, &self.wbuf[self.woff..]) {
                 Ok(n) => self.woff += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => return Err(e),
@@ -773,7 +773,7 @@ impl HttpConnection {
             if writing {
                 let _ = Loop::remove_fd_callback(lp, fd_obj.as_any(), true);
             }
-            sys::close(fd);
+            net::close(fd);
         }
         HttpServer::forget(server.bind(py), slot);
         Exchange::end_for_app(slf)?;
@@ -787,7 +787,7 @@ impl HttpConnection {
     pub(super) fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
         let fd = slf.borrow().fd;
         if fd >= 0 {
-            sys::set_linger_zero(fd);
+            net::set_linger_zero(fd);
         }
         Self::lose(slf)
     }
@@ -954,7 +954,7 @@ impl HttpConnection {
             let server = me.server.clone_ref(py);
             let mut srv = server.bind(py).borrow_mut();
             let buf = srv.read_buffer();
-            match sys::recv(me.fd, buf) {
+            match net::recv(me.fd, buf) {
                 Ok(0) => Err(None),
                 Ok(n) => {
                     if me.phase != Phase::Closing {

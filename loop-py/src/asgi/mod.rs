@@ -7,7 +7,7 @@
 //! - [`exchange`]: one request's `receive`/`send` and response state.
 //! - [`scope`]: the scope and messages as Python objects.
 //! - [`proxy`]: trusted proxy headers.
-//! - [`settings`], [`sys`]: configuration, raw socket calls.
+//! - [`settings`]: configuration; raw socket calls are `crate::net`.
 
 mod app_task;
 mod connection;
@@ -16,7 +16,6 @@ mod proxy;
 mod scope;
 mod server;
 mod settings;
-mod sys;
 
 use pyo3::prelude::*;
 

@@ -6,8 +6,8 @@
 use super::connection::HttpConnection;
 use super::proxy::Trust;
 use super::settings::{Settings, READ_CHUNK};
-use super::sys;
 use crate::event_loop::Loop;
+use crate::net;
 use loop_core::clock;
 use loop_http::{DateCache, Limits};
 use pyo3::exceptions::PyValueError;
@@ -169,15 +169,15 @@ impl HttpServer {
             _ => return Ok(()),
         };
         for _ in 0..ACCEPT_BATCH {
-            let (conn_fd, peer) = match sys::accept(fd) {
+            let (conn_fd, peer) = match net::accept(fd) {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if sys::is_fd_exhaustion(&e) => return Self::back_off(slf, fd, &e),
+                Err(e) if net::is_fd_exhaustion(&e) => return Self::back_off(slf, fd, &e),
                 // The peer gave up before we accepted (ECONNABORTED, …).
                 Err(_) => continue,
             };
             if tcp {
-                sys::set_nodelay(conn_fd);
+                net::set_nodelay(conn_fd);
             }
             let (slot, event_loop, settings) = {
                 let mut me = slf.borrow_mut();
@@ -202,7 +202,7 @@ impl HttpServer {
             let conn = match conn.and_then(|c| Bound::new(py, c)) {
                 Ok(conn) => conn,
                 Err(err) => {
-                    sys::close(conn_fd);
+                    net::close(conn_fd);
                     slf.borrow_mut().free.push(slot);
                     return Err(err);
                 }

@@ -1,5 +1,6 @@
-//! The socket syscalls of the HTTP server: non-blocking accept, recv, send,
-//! half-close and close on raw fds, and socket addresses as Python sees them.
+//! Raw socket syscalls on fds, shared by the transports' GIL-kept I/O
+//! (`sockio`) and the HTTP server: non-blocking accept, recv, send,
+//! half-close and close, and socket addresses as Python sees them.
 
 use std::io;
 use std::mem::MaybeUninit;
