@@ -100,24 +100,28 @@ def test_expect_continue_when_the_app_starts_its_response_first(start_server):
 
 
 def test_refused_chunked_upload_is_answered_not_reset(start_server):
-    """The app answers 401 without reading a large chunked upload: the body
-    overflows what the server discards, and the client still gets the 401."""
+    """The app answers with a large error body without reading a large
+    chunked upload. The upload overflows what the server discards; the
+    response still buffered at that point must reach the client whole (the
+    connection is half-closed after it, not reset with it cut short)."""
+    answer = b"n" * (4 << 20)
 
     async def app(scope, receive, send):
         if scope["type"] != "http":
             return
-        await send({"type": "http.response.start", "status": 401, "headers": [(b"content-length", b"4")]})
-        await send({"type": "http.response.body", "body": b"nope"})
+        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-length", str(len(answer)).encode())]})
+        await send({"type": "http.response.body", "body": answer})
 
     srv = start_server(app, lifespan="off")
-    with srv.raw() as conn:
-        conn.send(request_bytes("POST", "/", headers=[("Transfer-Encoding", "chunked")]))
-        response = conn.read_response()
-        assert (response.status, response.body) == (401, b"nope")
+    with srv.raw(timeout=30) as conn:
+        head = request_bytes("POST", "/", headers=[("Transfer-Encoding", "chunked")])
         try:
-            conn.send(chunked(*([b"z" * 65536] * 4)))
+            conn.send(head + chunked(*([b"z" * 65536] * 16)))
         except OSError:
             pass  # the server may already have half-closed and stopped reading
+        response = conn.read_response(timeout=30)
+        assert response.status == 413
+        assert len(response.body) == len(answer)
 
 
 def test_streamed_response_head_is_sent_while_the_app_waits(start_server):
