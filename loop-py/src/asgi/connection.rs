@@ -77,6 +77,8 @@ pub struct HttpConnection {
     base_context: Py<PyAny>,
     reading: bool,
     writing: bool,
+    /// Output waits for the server's end-of-tick flush.
+    pub(super) corked: bool,
     parser: RequestParser,
     /// Received bytes not consumed by the parser yet.
     pending: Vec<u8>,
@@ -158,6 +160,7 @@ impl HttpConnection {
             callbacks: None,
             reading: false,
             writing: false,
+            corked: false,
             parser,
             pending: Vec::new(),
             wbuf: Vec::new(),
@@ -214,7 +217,7 @@ impl HttpConnection {
                 return Ok(());
             };
             let want_read = me.phase != Phase::Closed && me.wants_read();
-            let want_write = me.phase != Phase::Closed && me.buffered_out() > 0;
+            let want_write = me.phase != Phase::Closed && me.buffered_out() > 0 && !me.corked;
             if want_read == me.reading && want_write == me.writing {
                 return Ok(()); // the common case: nothing to change
             }
@@ -620,6 +623,26 @@ impl HttpConnection {
         Self::flush(slf)
     }
 
+    /// Leave a finished response on a kept connection to the server's
+    /// end-of-tick flush; false when it must be written now.
+    fn cork(slf: &Bound<'_, Self>) -> bool {
+        let server = {
+            let me = slf.borrow();
+            if me.corked {
+                return true;
+            }
+            let kept = matches!(me.phase, Phase::Idle | Phase::Discard);
+            // A connection waiting for writability flushes from there.
+            if !kept || me.writing || me.buffered_out() == 0 {
+                return false;
+            }
+            me.server.clone_ref(slf.py())
+        };
+        let corked = HttpServer::cork(server.bind(slf.py()), slf);
+        slf.borrow_mut().corked = corked;
+        corked
+    }
+
     /// Flush if anything is buffered (called when the app waits).
     pub(super) fn flush_if_buffered(slf: &Bound<'_, Self>) -> PyResult<()> {
         let buffered = {
@@ -711,7 +734,9 @@ impl HttpConnection {
             }
         }
         Exchange::end_for_app(slf)?;
-        Self::flush(slf)?;
+        if !Self::cork(slf) {
+            Self::flush(slf)?;
+        }
         // A pipelined request may be waiting already. It starts from the
         // loop, not from here: this runs inside the app's step, and a
         // task cannot start inside another.

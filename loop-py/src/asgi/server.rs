@@ -6,14 +6,16 @@
 use super::connection::HttpConnection;
 use super::proxy::Trust;
 use super::settings::{Settings, READ_CHUNK};
-use crate::event_loop::Loop;
+use crate::event_loop::{Loop, TickEnd};
 use crate::net;
 use loop_core::clock;
 use loop_http::{DateCache, Limits};
 use pyo3::exceptions::PyValueError;
+use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple};
+use pyo3::PyTraverseError;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 
@@ -43,6 +45,21 @@ pub struct HttpServer {
     sweep: Option<Py<PyAny>>,
     last_sweep: f64,
     warned_fds: bool,
+    /// Connections whose finished responses go out at the end of the tick.
+    corked: Vec<Py<HttpConnection>>,
+}
+
+/// The end-of-tick flush of a server's corked connections.
+struct FlushCorked(Py<HttpServer>);
+
+impl TickEnd for FlushCorked {
+    fn run(self: Box<Self>, py: Python<'_>) {
+        HttpServer::flush_corked(self.0.bind(py));
+    }
+
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.0)
+    }
 }
 
 struct Listener {
@@ -88,6 +105,43 @@ impl HttpServer {
             }
         };
         drop(removed);
+    }
+
+    /// Hold `conn`'s output until the end of the tick, when every response
+    /// finished in the tick is written together: the client is woken once
+    /// for them, not once per response (a wake-up costs the sending CPU an
+    /// inter-processor interrupt). False when the loop refused the deferral:
+    /// the caller writes at once.
+    pub(super) fn cork(slf: &Bound<'_, Self>, conn: &Bound<'_, HttpConnection>) -> bool {
+        let first = {
+            let mut me = slf.borrow_mut();
+            me.corked.push(conn.clone().unbind());
+            me.corked.len() == 1
+        };
+        if first {
+            let hook = Box::new(FlushCorked(slf.clone().unbind()));
+            let event_loop = slf.borrow().event_loop.clone_ref(slf.py());
+            if event_loop.get().at_tick_end(hook).is_err() {
+                let popped = slf.borrow_mut().corked.pop();
+                drop(popped);
+                return false;
+            }
+        }
+        true
+    }
+
+    fn flush_corked(slf: &Bound<'_, Self>) {
+        let py = slf.py();
+        let conns = std::mem::take(&mut slf.borrow_mut().corked);
+        for conn in &conns {
+            let conn = conn.bind(py);
+            conn.borrow_mut().corked = false;
+            if let Err(err) = HttpConnection::flush(conn) {
+                let _ = Self::log_app_error(slf, &err);
+                let _ = HttpConnection::abort(conn);
+            }
+        }
+        drop(conns);
     }
 
     fn connections(&self, py: Python<'_>) -> Vec<Py<HttpConnection>> {
@@ -368,6 +422,7 @@ impl HttpServer {
             sweep: None,
             last_sweep: clock::monotonic(),
             warned_fds: false,
+            corked: Vec::new(),
         })
     }
 

@@ -46,6 +46,21 @@ struct State {
     events: Vec<Ready>,
     /// Emptied `call_soon` handles for reuse.
     pool: HandlePool,
+    /// Run once this tick's callbacks have run (see [`TickEnd`]).
+    tick_end: Vec<Box<dyn TickEnd>>,
+}
+
+/// Work a component defers to the end of the current tick, after every
+/// callback that was ready has run: the HTTP server writes the responses
+/// finished during a tick together there (a "cork"), so a client is woken
+/// once per tick instead of once per response.
+pub(crate) trait TickEnd: Send {
+    /// Runs with no loop state borrowed; it may call back into the loop.
+    /// Errors are the component's to report: the tick goes on.
+    fn run(self: Box<Self>, py: Python<'_>);
+
+    /// The Python objects it holds, for the loop's `__traverse__`.
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError>;
 }
 
 #[pyclass(frozen, subclass, module = "ferroloop._native", name = "Loop")]
@@ -125,6 +140,15 @@ impl Loop {
                 plain => st.ready.push(plain),
             }
         }
+    }
+
+    /// Run `hook` at the end of the current tick (or of the next one, when
+    /// no tick is running). Refused with the loop's state borrowed, e.g.
+    /// from a destructor; the caller then does the work at once.
+    pub(crate) fn at_tick_end(&self, hook: Box<dyn TickEnd>) -> PyResult<()> {
+        self.check_closed()?;
+        self.state()?.tick_end.push(hook);
+        Ok(())
     }
 
     /// Queue a ready handle. The loop's own thread pushes directly (after
@@ -239,6 +263,9 @@ impl Loop {
             visit.call(&fds.reader)?;
             visit.call(&fds.writer)?;
         }
+        for hook in &st.tick_end {
+            hook.traverse(&visit)?;
+        }
         Ok(())
     }
 
@@ -249,7 +276,8 @@ impl Loop {
             let mut timers = Vec::new();
             st.timers.clear(&mut timers);
             let ready: Vec<AnyHandle> = st.ready.drain().chain(st.spare.drain()).collect();
-            (ready, timers, st.reactor.drain())
+            let deferred = std::mem::take(&mut st.tick_end);
+            (ready, timers, st.reactor.drain(), deferred)
         });
         drop(taken);
         let factory = self.task_factory.try_lock().ok().and_then(|mut f| f.take());
@@ -268,6 +296,7 @@ impl Loop {
                 reactor,
                 events: Vec::with_capacity(64),
                 pool: HandlePool::default(),
+                tick_end: Vec::new(),
             }),
             injector,
             closed: AtomicBool::new(false),
@@ -546,8 +575,10 @@ impl Loop {
             return Ok(());
         }
         self.injector.close();
-        let (ready, timers, fds) = {
+        let (ready, timers, fds, deferred) = {
             let mut st = self.state()?;
+            // Deferred work is dropped, not run: a closed loop does no I/O.
+            let deferred = std::mem::take(&mut st.tick_end);
             let mut ready: Vec<AnyHandle> = st.ready.drain().collect();
             ready.extend(st.spare.drain());
             let mut timers = Vec::new();
@@ -555,14 +586,14 @@ impl Loop {
             let fds = st.reactor.drain();
             // The epoll fd and eventfd go now, as asyncio closes its selector.
             st.reactor.close();
-            (ready, timers, fds)
+            (ready, timers, fds, deferred)
         };
         let queued: Vec<AnyHandle> = std::iter::from_fn(|| self.injector.pop()).collect();
         for handle in ready.into_iter().chain(queued) {
             drop(handle.release(py));
         }
         let pooled = self.state()?.pool.clear();
-        drop((timers, fds, pooled));
+        drop((timers, fds, pooled, deferred));
         Ok(())
     }
 

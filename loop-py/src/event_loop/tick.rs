@@ -29,7 +29,10 @@ impl Loop {
                 let cancels = self.timer_cancels.swap(0, Ordering::AcqRel);
                 st.timers.note_cancelled_n(cancels, &mut graveyard);
             }
-            let timeout = if !st.ready.is_empty() || self.stopping.load(Ordering::Acquire) {
+            let timeout = if !st.ready.is_empty()
+                || !st.tick_end.is_empty()
+                || self.stopping.load(Ordering::Acquire)
+            {
                 0
             } else {
                 match st.timers.next_deadline(&mut graveyard) {
@@ -110,13 +113,27 @@ impl Loop {
                 if let Ok(mut st) = self.state.try_borrow_mut() {
                     st.ready.prepend(&mut batch);
                 }
+                self.run_tick_end(py);
                 return Err(err);
             }
         }
         if let Ok(mut st) = self.state.try_borrow_mut() {
             st.spare = batch;
         }
+        self.run_tick_end(py);
         Ok(())
+    }
+
+    /// The hooks deferred to the end of this tick. Hooks they add run at
+    /// the end of the next one (whose poll then does not block).
+    fn run_tick_end(&self, py: Python<'_>) {
+        let hooks = match self.state.try_borrow_mut() {
+            Ok(mut st) if !st.tick_end.is_empty() => std::mem::take(&mut st.tick_end),
+            _ => return,
+        };
+        for hook in hooks {
+            hook.run(py);
+        }
     }
 
     /// Keep an emptied handle for the next `call_soon`.
