@@ -32,6 +32,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     m.add_function(wrap_pyfunction!(sockio::sock_send, m)?)?;
     m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;
+    m.add_class::<sockio::ReadPump>()?;
+    m.add_class::<sockio::WritePump>()?;
     m.add_class::<handle::Handle>()?;
     m.add_class::<handle::TimerHandle>()?;
     asgi::register(m)?;

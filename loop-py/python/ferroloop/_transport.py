@@ -20,7 +20,7 @@ from asyncio import constants, trsock
 from typing import Any
 
 from ._flow import FlowControl
-from ._native import sock_recv_into, sock_send
+from ._native import ReadPump, WritePump, sock_recv_into, sock_send
 
 logger = logging.getLogger("asyncio")
 
@@ -192,6 +192,13 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         self._buffer = bytearray()
         self._eof = False
         self._empty_waiter: asyncio.Future[None] | None = None
+        # write() while nothing is buffered runs in Rust (sockio.rs): an
+        # instance attribute shadowing the method below, which stays the
+        # general path. A subclass's own write() is left alone.
+        self._write_pump: WritePump | None = None
+        if type(self).write is SocketTransport.write:
+            self._write_pump = WritePump(self._sock_fd, self, SocketTransport.write)
+            self.write = self._write_pump  # type: ignore[method-assign]
         if server is not None:
             try:
                 _attach(server, self)
@@ -222,16 +229,18 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
     # -- protocol ------------------------------------------------------------------
 
     def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        read_ready: Any
         if isinstance(protocol, asyncio.BufferedProtocol):
             read_ready = self._read_ready_into_buffer
         else:
-            read_ready = self._read_ready_data
+            # Reads and calls data_received natively (read_pump.rs).
+            read_ready = ReadPump(self._sock_fd, self, self._read_buffer.buffer, protocol.data_received)
         switched = getattr(self, "_read_ready", None) not in (None, read_ready)
         self._read_ready = read_ready
         self._protocol = protocol
         self._protocol_connected = True
-        # The reader is registered as the mode's method itself (no dispatch
-        # frame per read), so a switch of mode re-registers it.
+        # The reader is registered as the callback itself (no dispatch frame
+        # per read), so a new protocol re-registers it.
         if switched and self.is_reading() and not self._read_eof:
             self._loop._add_reader(self._sock_fd, self._read_ready)
 
@@ -259,31 +268,6 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         self._add_reader()
         if self._loop.get_debug():
             logger.debug("%r resumes reading", self)
-
-    def _read_ready_data(self) -> None:
-        if self._conn_lost:
-            return
-        buffer = self._read_buffer
-        try:
-            nbytes = sock_recv_into(self._sock_fd, buffer.buffer)
-        except _WOULD_BLOCK:
-            return
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal read error on socket transport")
-            return
-        if not nbytes:
-            self._on_eof()
-            return
-        # Copy out before the protocol runs: it may read again re-entrantly.
-        data = bytes(buffer.view[:nbytes])
-        try:
-            self._protocol.data_received(data)
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            self._fatal_error(exc, "Fatal error: protocol.data_received() call failed.")
 
     def _read_ready_into_buffer(self) -> None:
         if self._conn_lost:
@@ -359,12 +343,33 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
             except BaseException as exc:
                 self._fatal_error(exc, "Fatal write error on socket transport")
                 return
+            if sent == len(data) and type(data) is not memoryview:
+                return
             data = memoryview(data).cast("B")[sent:]
             if not data:
                 return
             self._loop._add_writer(self._sock_fd, self._write_ready)
         self._buffer += data
+        self._sync_direct()
         self._maybe_pause_protocol()
+
+    def _write_rest(self, data: bytes | bytearray, sent: int) -> None:
+        """What WritePump could not send at once: buffer it, wait for
+        writability."""
+        self._buffer += memoryview(data)[sent:]
+        self._loop._add_writer(self._sock_fd, self._write_ready)
+        self._sync_direct()
+        self._maybe_pause_protocol()
+
+    def _sync_direct(self) -> None:
+        """Keep WritePump's shortcut on exactly while a write could go
+        straight to the socket (a closing transport's writes take the
+        general path, which knows what asyncio does with them)."""
+        if self._write_pump is not None:
+            self._write_pump.set_direct(
+                not (self._buffer or self._eof or self._closing or self._conn_lost
+                     or self._empty_waiter is not None)
+            )
 
     def writelines(self, list_of_data: Any) -> None:
         self.write(b"".join(list_of_data))
@@ -392,6 +397,7 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         if self._buffer:
             return
         self._loop._remove_writer(self._sock_fd)
+        self._sync_direct()
         if self._empty_waiter is not None and not self._empty_waiter.done():
             self._empty_waiter.set_result(None)
         if self._conn_lost:
@@ -413,6 +419,7 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         if self._closing or self._eof:
             return
         self._eof = True
+        self._sync_direct()
         if not self._buffer:
             self._sock.shutdown(socket.SHUT_WR)  # type: ignore[union-attr]
 
@@ -424,19 +431,30 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         if self._empty_waiter is not None:
             raise RuntimeError("Empty waiter is already set")
         self._empty_waiter = self._loop.create_future()
+        self._sync_direct()
         if not self._buffer:
             self._empty_waiter.set_result(None)
         return self._empty_waiter
 
     def _reset_empty_waiter(self) -> None:
         self._empty_waiter = None
+        self._sync_direct()
 
     # -- closing -------------------------------------------------------------------
+
+    def close(self) -> None:
+        super().close()
+        self._sync_direct()
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        super()._force_close(exc)
+        self._sync_direct()
 
     def _drop_write_buffer(self) -> None:
         self._buffer.clear()
 
     def _after_connection_lost(self) -> None:
+        self._sync_direct()
         server = self._server
         if server is not None:
             _detach(server, self)
