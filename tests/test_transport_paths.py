@@ -270,3 +270,25 @@ def test_closed_transports_are_collected(loop):
     ref = loop.run_until_complete(main())
     gc.collect()
     assert ref() is None
+
+
+def test_big_and_small_reads_alternate_without_loss(loop):
+    """Bulk input (ferroloop then reads straight into a bytes object of the
+    size waiting), then a trickle, then bulk again, then EOF: every byte in
+    order, each chunk a bytes object."""
+
+    async def main():
+        server, client, sink = await _pair(loop)
+        big = bytes(range(251)) * 20_000  # ~5 MB, no period matching 64 KiB
+        await loop.sock_sendall(client, big)
+        for i in range(5):
+            await asyncio.sleep(0.005)
+            await loop.sock_sendall(client, b"small-%d;" % i)
+        await loop.sock_sendall(client, big)
+        client.shutdown(socket.SHUT_WR)
+        await sink.lost
+        expected = big + b"".join(b"small-%d;" % i for i in range(5)) + big
+        assert bytes(sink.data) == expected
+        await _close(server, client)
+
+    loop.run_until_complete(main())

@@ -33,6 +33,17 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// Bytes waiting in a socket's receive queue (`FIONREAD`).
+pub fn pending_input(fd: RawFd) -> io::Result<usize> {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is live.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut count) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
 pub fn send(fd: RawFd, data: &[u8]) -> io::Result<usize> {
     loop {
         // SAFETY: `data` is a live slice; MSG_NOSIGNAL turns a closed peer

