@@ -5,9 +5,11 @@ the loop's fd callbacks.
 for a ``BufferedProtocol``) → ``eof_received`` → ``connection_lost``, with
 writes attempted at once and only the remainder buffered, flow control at
 the high/low water marks, half-close and orderly close after the buffer
-drains. Written in Python first, for asyncio-exact behaviour (TLS runs
-through the stdlib's ``SSLProtocol`` on top of it); the native stream core in
-``loop-transports`` is meant to take over the data path.
+drains. The state and every decision are here, in Python, for
+asyncio-exact behaviour (TLS runs through the stdlib's ``SSLProtocol`` on
+top of it); the per-message path is native (``sockio.rs``): the reader the
+loop calls for a plain ``Protocol`` (``ReadPump``) and ``write`` while it can
+go straight to the socket (``WritePump``).
 """
 
 from __future__ import annotations

@@ -68,6 +68,8 @@ pub struct HttpConnection {
     pub(super) slot: usize,
     client: Py<PyAny>,
     local: Py<PyAny>,
+    /// The template every request's scope is copied from.
+    scope_base: Option<Py<pyo3::types::PyDict>>,
     peer_ip: Option<IpAddr>,
     pub(super) client_text: String,
     callbacks: Option<Callbacks>,
@@ -149,6 +151,7 @@ impl HttpConnection {
             base_context,
             client: addr_tuple(py, &peer, false)?,
             local: addr_tuple(py, &local, true)?,
+            scope_base: None,
             server,
             event_loop,
             deadline: now + settings.timeout_request_head,
@@ -415,28 +418,7 @@ impl HttpConnection {
         if over_limit {
             return Self::fail(slf, 503);
         }
-        let built = {
-            let me = slf.borrow();
-            let settings = me.settings.clone();
-            me.client_and_scheme(py, &head, &settings)
-                .and_then(|(client, scheme)| {
-                    let srv = server.borrow();
-                    let state = srv.state.as_ref().map(|s| s.bind(py).clone());
-                    scope::build(
-                        py,
-                        &scope::ScopeParts {
-                            head: &head,
-                            conn: scope::ConnInfo {
-                                client: &client,
-                                server: me.local.bind(py),
-                                scheme,
-                            },
-                            root_path: &settings.root_path,
-                            state: state.as_ref(),
-                        },
-                    )
-                })
-        };
+        let built = Self::scope(slf, server, &head);
         let scope = match built {
             Ok(scope) => scope,
             Err(err) => {
@@ -476,17 +458,57 @@ impl HttpConnection {
         Ok(())
     }
 
-    /// The scope's client and scheme: the peer's, or what a trusted proxy
-    /// says.
+    /// The request's scope, from the connection's base (made at its first
+    /// request, when the lifespan state is known).
+    fn scope<'py>(
+        slf: &Bound<'py, Self>,
+        server: &Bound<'py, HttpServer>,
+        head: &RequestHead,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let py = slf.py();
+        let state = server.borrow().state.as_ref().map(|s| s.bind(py).clone());
+        let base = match slf.borrow().scope_base.as_ref() {
+            Some(base) => base.bind(py).clone(),
+            None => {
+                let me = slf.borrow();
+                scope::connection_base(
+                    py,
+                    me.local.bind(py),
+                    me.client.bind(py),
+                    &me.settings.root_path,
+                    state.is_some(),
+                )?
+            }
+        };
+        let (client, scheme) = slf.borrow().client_and_scheme(py, head)?;
+        let settings = slf.borrow().settings.clone();
+        let scope = scope::build(
+            py,
+            &base,
+            &scope::ScopeParts {
+                head,
+                client: client.as_ref(),
+                scheme,
+                root_path: &settings.root_path,
+                state: state.as_ref(),
+            },
+        )?;
+        let mut me = slf.borrow_mut();
+        if me.scope_base.is_none() {
+            me.scope_base = Some(base.unbind());
+        }
+        Ok(scope)
+    }
+
+    /// What a trusted proxy says of the client (None: the peer) and the
+    /// scheme.
     fn client_and_scheme<'py>(
         &self,
         py: Python<'py>,
         head: &RequestHead,
-        settings: &Settings,
-    ) -> PyResult<(Bound<'py, PyAny>, &'static str)> {
-        let client = self.client.bind(py).clone();
-        let Some(trust) = settings.proxy.as_ref() else {
-            return Ok((client, "http"));
+    ) -> PyResult<(Option<Bound<'py, PyAny>>, &'static str)> {
+        let Some(trust) = self.settings.proxy.as_ref() else {
+            return Ok((None, "http"));
         };
         let trusted = match self.peer_ip {
             Some(ip) => trust.trusts(ip),
@@ -494,13 +516,13 @@ impl HttpConnection {
             None => true,
         };
         if !trusted {
-            return Ok((client, "http"));
+            return Ok((None, "http"));
         }
         let fwd = super::proxy::resolve(trust, head.headers());
         let scheme = fwd.scheme.unwrap_or("http");
         match fwd.client {
-            Some(host) => Ok(((host, 0u16).into_pyobject(py)?.into_any(), scheme)),
-            None => Ok((client, scheme)),
+            Some(host) => Ok((Some((host, 0u16).into_pyobject(py)?.into_any()), scheme)),
+            None => Ok((None, scheme)),
         }
     }
 
