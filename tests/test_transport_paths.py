@@ -292,3 +292,29 @@ def test_big_and_small_reads_alternate_without_loss(loop):
         await _close(server, client)
 
     loop.run_until_complete(main())
+
+
+def test_a_protocol_without_data_received_fails_at_the_first_read(loop, loop_errors):
+    """A BaseProtocol that cannot take data connects fine; the first data
+    fails the connection with AttributeError, as on asyncio."""
+
+    async def main():
+        lost = loop.create_future()
+
+        class NoData(asyncio.BaseProtocol):
+            def connection_lost(self, exc):
+                lost.set_result(exc)
+
+        server = await loop.create_server(NoData, "127.0.0.1", 0)
+        client = socket.socket()
+        client.setblocking(False)
+        await loop.sock_connect(client, server.sockets[0].getsockname())
+        await loop.sock_sendall(client, b"data")
+        exc = await asyncio.wait_for(lost, 5)
+        await _close(server, client)
+        return exc
+
+    exc = loop.run_until_complete(main())
+    assert isinstance(exc, AttributeError)
+    errors = loop_errors.take()
+    assert [e["message"] for e in errors] == ["Fatal error: protocol.data_received() call failed."]

@@ -235,8 +235,9 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         if isinstance(protocol, asyncio.BufferedProtocol):
             read_ready = self._read_ready_into_buffer
         else:
-            # Reads and calls data_received natively (read_pump.rs).
-            read_ready = ReadPump(self._sock_fd, self, self._read_buffer.buffer, protocol.data_received)
+            # Reads and calls data_received natively (sockio.rs). Like
+            # uvloop, the bound method is looked up once per protocol.
+            read_ready = ReadPump(self._sock_fd, self, self._read_buffer.buffer, _data_received_of(protocol))
         switched = getattr(self, "_read_ready", None) not in (None, read_ready)
         self._read_ready = read_ready
         self._protocol = protocol
@@ -464,6 +465,15 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         # A sendfile() waiting for the buffer to drain learns of the loss.
         if self._empty_waiter is not None and not self._empty_waiter.done():
             self._empty_waiter.set_exception(ConnectionError("Connection is closed by peer"))
+
+
+def _data_received_of(protocol: Any) -> Any:
+    """``protocol.data_received``; for an object without one, a stand-in
+    that fails as asyncio does: at the first read, with AttributeError."""
+    try:
+        return protocol.data_received
+    except AttributeError:
+        return lambda data: protocol.data_received(data)
 
 
 def _set_result_unless_cancelled(fut: asyncio.Future[Any], result: Any) -> None:
