@@ -44,30 +44,6 @@ def _with_x_asyncio(metric: str) -> Callable[[dict, str], str]:
     return cell
 
 
-def _ratio_table(result: dict, contenders: list[str]) -> list[str]:
-    others = [c for c in contenders if c != SUBJECT]
-    lines = [
-        "## ferroloop / X: msgs/s · msgs per server CPU-s · peak RSS",
-        "",
-        "| workload | " + " | ".join(f"vs {c}" for c in others) + " |",
-        "|---|" + "---:|" * len(others),
-    ]
-    for entry in result["workloads"].values():
-        ratios = entry.get("ferroloop_ratio", {})
-        row = [_label(entry)]
-        for other in others:
-            r = ratios.get(other)
-            row.append(
-                "n/a"
-                if r is None
-                else " · ".join(
-                    report.ratio(r.get(m)) for m in ("msgs_per_s", "msgs_per_cpu_s", "peak_rss_mib")
-                )
-            )
-        lines.append("| " + " | ".join(row) + " |")
-    return lines + [""]
-
-
 def markdown(result: dict) -> str:
     contenders = [n for n, c in result["contenders"].items() if c["available"]]
     lines = _header(result)
@@ -95,7 +71,14 @@ def markdown(result: dict) -> str:
         lambda got, _: f"{got['median_peak_rss_mib']:.1f}",
     )
     if SUBJECT in contenders and len(contenders) > 1:
-        lines += _ratio_table(result, contenders)
+        lines += report.ratio_table(
+            result,
+            contenders,
+            "ferroloop / X: msgs/s · msgs per server CPU-s · peak RSS",
+            _label,
+            ("msgs_per_s", "msgs_per_cpu_s", "peak_rss_mib"),
+            missing="n/a",
+        )
     lines.append(
         "Cells: medians over rounds; (×N) and ratios: median over rounds of the paired "
         "ratio (each round's figure divided by the other's in the same round). For "

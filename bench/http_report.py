@@ -5,7 +5,7 @@ each server's fraction of the pure-Rust plaintext ceiling."""
 from __future__ import annotations
 
 import report
-from summary import CEILING, SUBJECT
+from summary import CEILING
 
 
 def _label(entry: dict) -> str:
@@ -39,28 +39,6 @@ def _header(result: dict) -> list[str]:
         "per connection (wrk stops with up to one request in flight per connection)",
     ]
     return report.header(result, "HTTP benchmark (single worker)", text, notes)
-
-
-def _ratio_table(result: dict, servers: list[str]) -> list[str]:
-    others = [s for s in servers if s != SUBJECT]
-    lines = [
-        "## ferroloop / X: requests/s · requests per server CPU-s",
-        "",
-        "| workload | " + " | ".join(f"vs {s}" for s in others) + " |",
-        "|---|" + "---:|" * len(others),
-    ]
-    for entry in result["workloads"].values():
-        ratios = entry.get("ferroloop_ratio", {})
-        row = [_label(entry)]
-        for other in others:
-            r = ratios.get(other)
-            row.append(
-                "–"
-                if r is None
-                else " · ".join(report.ratio(r.get(m)) for m in ("req_per_s", "req_per_cpu_s"))
-            )
-        lines.append("| " + " | ".join(row) + " |")
-    return lines + [""]
 
 
 def _ceiling_lines(result: dict, servers: list[str]) -> list[str]:
@@ -114,7 +92,14 @@ def markdown(result: dict) -> str:
         lambda got, _: f"{got['median_peak_rss_mib']:.1f}",
     )
     if any(entry.get("ferroloop_ratio") for entry in result["workloads"].values()):
-        lines += _ratio_table(result, servers)
+        lines += report.ratio_table(
+            result,
+            servers,
+            "ferroloop / X: requests/s · requests per server CPU-s",
+            _label,
+            ("req_per_s", "req_per_cpu_s"),
+            missing="–",
+        )
     lines += _ceiling_lines(result, servers)
     lines.append(
         "Cells: medians over rounds; ratios: median over rounds of the paired ratio (each "

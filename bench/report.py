@@ -93,6 +93,34 @@ def table(
     return lines + [""]
 
 
+def ratio_table(
+    result: dict,
+    names: list[str],
+    title: str,
+    label: Callable[[dict], str],
+    metrics: tuple[str, ...],
+    missing: str,
+) -> list[str]:
+    """`title`, then a row per workload with ferroloop's paired ratios
+    against each other name: the `metrics` joined by " · ", `missing` where
+    there is no ratio."""
+    others = [n for n in names if n != SUBJECT]
+    lines = [
+        f"## {title}",
+        "",
+        "| workload | " + " | ".join(f"vs {n}" for n in others) + " |",
+        "|---|" + "---:|" * len(others),
+    ]
+    for entry in result["workloads"].values():
+        ratios = entry.get("ferroloop_ratio", {})
+        row = [label(entry)]
+        for other in others:
+            r = ratios.get(other)
+            row.append(missing if r is None else " · ".join(ratio(r.get(m)) for m in metrics))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
+
+
 def failures(result: dict) -> list[str]:
     """One line per failed cell, with the round it failed in and why."""
     return [
