@@ -294,23 +294,21 @@ impl WritePump {
         if !self.direct.load(Ordering::Relaxed) {
             return self.call_slow(py, data);
         }
-        let sent = if let Ok(bytes) = data.cast::<PyBytes>() {
-            let bytes = bytes.as_bytes();
-            if bytes.is_empty() {
-                return Ok(());
-            }
-            crate::net::send(self.fd, bytes).map(|n| (n, bytes.len()))
-        } else if let Ok(bytearray) = data.cast::<PyByteArray>() {
+        let bytearray;
+        let bytes: &[u8] = if let Ok(b) = data.cast::<PyBytes>() {
+            b.as_bytes()
+        } else if let Ok(b) = data.cast::<PyByteArray>() {
+            bytearray = b;
             // SAFETY: no Python code runs while the slice is in use.
-            let bytes = unsafe { bytearray.as_bytes() };
-            if bytes.is_empty() {
-                return Ok(());
-            }
-            crate::net::send(self.fd, bytes).map(|n| (n, bytes.len()))
+            unsafe { bytearray.as_bytes() }
         } else {
             // memoryview and the rest: the Python path checks and converts.
             return self.call_slow(py, data);
         };
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let sent = crate::net::send(self.fd, bytes).map(|n| (n, bytes.len()));
         match sent {
             Ok((n, len)) if n == len => Ok(()),
             Ok((n, _)) => self.rest(py, data, n),

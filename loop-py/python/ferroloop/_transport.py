@@ -348,17 +348,17 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
                 return
             if sent == len(data) and type(data) is not memoryview:
                 return
-            data = memoryview(data).cast("B")[sent:]
-            if not data:
-                return
-            self._loop._add_writer(self._sock_fd, self._write_ready)
+            data = memoryview(data).cast("B")
+            if sent < len(data):
+                self._write_rest(data, sent)
+            return
+        # Bytes are buffered already, so the WritePump shortcut is off.
         self._buffer += data
-        self._sync_direct()
         self._maybe_pause_protocol()
 
-    def _write_rest(self, data: bytes | bytearray, sent: int) -> None:
-        """What WritePump could not send at once: buffer it, wait for
-        writability."""
+    def _write_rest(self, data: bytes | bytearray | memoryview, sent: int) -> None:
+        """What a write could not send at once (here or in WritePump):
+        buffer it, wait for writability."""
         self._buffer += memoryview(data)[sent:]
         self._loop._add_writer(self._sock_fd, self._write_ready)
         self._sync_direct()

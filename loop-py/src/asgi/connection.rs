@@ -467,21 +467,24 @@ impl HttpConnection {
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let py = slf.py();
         let state = server.borrow().state.as_ref().map(|s| s.bind(py).clone());
-        let base = match slf.borrow().scope_base.as_ref() {
-            Some(base) => base.bind(py).clone(),
-            None => {
-                let me = slf.borrow();
-                scope::connection_base(
-                    py,
-                    me.local.bind(py),
-                    me.client.bind(py),
-                    &me.settings.root_path,
-                    state.is_some(),
-                )?
-            }
+        let (base, made, client, scheme, settings) = {
+            let me = slf.borrow();
+            let (base, made) = match me.scope_base.as_ref() {
+                Some(base) => (base.bind(py).clone(), false),
+                None => (
+                    scope::connection_base(
+                        py,
+                        me.local.bind(py),
+                        me.client.bind(py),
+                        &me.settings.root_path,
+                        state.is_some(),
+                    )?,
+                    true,
+                ),
+            };
+            let (client, scheme) = me.client_and_scheme(py, head)?;
+            (base, made, client, scheme, me.settings.clone())
         };
-        let (client, scheme) = slf.borrow().client_and_scheme(py, head)?;
-        let settings = slf.borrow().settings.clone();
         let scope = scope::build(
             py,
             &base,
@@ -493,9 +496,8 @@ impl HttpConnection {
                 state: state.as_ref(),
             },
         )?;
-        let mut me = slf.borrow_mut();
-        if me.scope_base.is_none() {
-            me.scope_base = Some(base.unbind());
+        if made {
+            slf.borrow_mut().scope_base = Some(base.unbind());
         }
         Ok(scope)
     }
