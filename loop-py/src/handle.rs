@@ -9,7 +9,8 @@
 //!
 //! The two classes are siblings, not base and subclass as in asyncio: the
 //! loop holds either through [`AnyHandle`], and neither needs a downcast.
-//! Both take part in Python's cycle collector (`__traverse__`/`__clear__`).
+//! Both take part in Python's cycle collector (`__traverse__`/`__clear__`)
+//! and support weak references, as asyncio's do.
 //!
 //! `call_soon` handles are the loop's hottest allocation (every task step and
 //! future callback makes one, and almost every caller drops it at once). The
@@ -55,13 +56,13 @@ pub struct Core {
 }
 
 /// A `call_soon`, fd or signal handle.
-#[pyclass(frozen, module = "ferroloop._native", name = "Handle")]
+#[pyclass(frozen, weakref, module = "ferroloop._native", name = "Handle")]
 pub struct Handle {
     core: Core,
 }
 
 /// A `call_later`/`call_at` handle.
-#[pyclass(frozen, module = "ferroloop._native", name = "TimerHandle")]
+#[pyclass(frozen, weakref, module = "ferroloop._native", name = "TimerHandle")]
 pub struct TimerHandle {
     core: Core,
     pub when: f64,
@@ -455,11 +456,30 @@ pub fn untrack_while_queued(handle: &Bound<'_, Handle>) {
     let _ = handle;
 }
 
-/// Only the caller's reference exists (so no one can observe a reuse).
+/// Only the caller's reference exists and no weak reference (so no one can
+/// observe a reuse: a weak reference would see the handle come back to life
+/// as another callback's).
 #[inline]
 fn is_sole_reference(obj: &Bound<'_, PyAny>) -> bool {
-    // SAFETY: reading the refcount of a live object we hold.
-    unsafe { pyo3::ffi::Py_REFCNT(obj.as_ptr()) == 1 }
+    let ptr = obj.as_ptr();
+    // SAFETY: `ptr` is a live object we hold. Its type is a `weakref`
+    // pyclass, for which pyo3 declares `__weaklistoffset__`, so CPython set
+    // `tp_weaklistoffset` to a positive offset of one pointer-sized slot in
+    // the object that holds the head of its weak reference list (null when
+    // there is none); reading it is what CPython's weakref code does.
+    unsafe {
+        if pyo3::ffi::Py_REFCNT(ptr) != 1 {
+            return false;
+        }
+        let offset = (*pyo3::ffi::Py_TYPE(ptr)).tp_weaklistoffset;
+        offset <= 0 || {
+            let slot = ptr
+                .cast::<u8>()
+                .offset(offset)
+                .cast::<*mut pyo3::ffi::PyObject>();
+            (*slot).is_null()
+        }
+    }
 }
 
 /// Put a handle (back) on the collector's lists if it is not on them.

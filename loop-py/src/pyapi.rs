@@ -21,6 +21,7 @@ macro_rules! cached_attr {
 
 cached_attr!(future_type, "asyncio", "Future");
 cached_attr!(task_type, "asyncio", "Task");
+cached_attr!(stdlib_create_task, "ferroloop._loop", "_stdlib_create_task");
 cached_attr!(
     format_callback_source,
     "ferroloop._format",

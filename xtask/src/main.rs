@@ -3,29 +3,39 @@
 //! | task | what it does |
 //! |---|---|
 //! | `demo` | build ferroloop into the project venv and run `examples/demo.py` |
-//! | `test` | everything CI checks: fmt, clippy, Rust tests (both poller backends), the wheel, pytest, conformance |
+//! | `test [--python V]` | everything CI checks: fmt, clippy, Rust tests (both poller backends), then per tested CPython (3.11, 3.12, 3.13; `pythons.rs`) its wheel, a smoke test, pytest and its asyncio suite |
 //! | `develop` | build and install ferroloop into the venv (release, editable) |
-//! | `check-versions` | compile-check the extension for CPython 3.12, 3.13, 3.14 and 3.14t |
-//! | `wheel [--local]` | manylinux wheels for CPython 3.11–3.14 and 3.14t plus an sdist (`--local`: one plain wheel for this interpreter, installed into the venv); the local wheel is smoke-tested in a fresh venv |
-//! | `conformance [ARGS]` | CPython's asyncio suite against ferroloop (`tests/conformance/run.py`) |
+//! | `check-versions` | compile-check the extension for CPython 3.14 and 3.14t (no interpreter here) |
+//! | `wheel [--local] [--python V]` | manylinux wheels for CPython 3.11–3.14 and 3.14t plus an sdist (`--local`: one plain wheel per tested interpreter, installed into its venv); each tested version's wheel is smoke-tested in a fresh venv |
+//! | `conformance [--python V] [ARGS]` | CPython's asyncio suite of that interpreter against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
 //! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
 
 mod cmd;
 mod echo_client;
+mod pythons;
 mod tasks;
 mod venv;
 mod wheel;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask <demo|test|develop|wheel [--local]|conformance [ARGS]|\
-                     bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]>";
+const USAGE: &str =
+    "usage: cargo xtask <demo|test [--python V] [--allow-missing-python] [--no-conformance]|\
+                     develop|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
+                     check-versions|bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]>";
+
+fn usage() -> String {
+    format!(
+        "{USAGE}\ntested CPython versions: {} (--python narrows a run)",
+        pythons::TESTED.join(", ")
+    )
+}
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(task) = args.next() else {
-        eprintln!("{USAGE}");
+        eprintln!("{}", usage());
         return ExitCode::from(2);
     };
     let rest: Vec<String> = args.collect();
@@ -39,10 +49,10 @@ fn main() -> ExitCode {
         "bench" => tasks::bench(&rest),
         "echo-client" => echo_client::main(&rest),
         "-h" | "--help" | "help" => {
-            println!("{USAGE}");
+            println!("{}", usage());
             Ok(())
         }
-        other => Err(format!("unknown task `{other}`\n{USAGE}")),
+        other => Err(format!("unknown task `{other}`\n{}", usage())),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

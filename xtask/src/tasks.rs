@@ -1,19 +1,27 @@
 //! The tasks behind `cargo xtask …`.
 
 use crate::cmd;
+use crate::pythons::{Selection, COMPILE_CHECKED};
 use crate::venv::{self, Venv};
 use crate::wheel;
 use std::path::PathBuf;
 
 /// maturin and `cargo test` get separate target dirs: alternating them in
-/// one rebuilds pyo3 each time (its build config differs).
-fn maturin_target() -> PathBuf {
-    cmd::root().join("target").join("maturin")
+/// one rebuilds pyo3 each time (its build config differs). Each CPython
+/// version gets its own too, for the same reason; only pyo3 and loop-py
+/// differ between them, so a clean build per version is short.
+fn maturin_target(version: &str) -> PathBuf {
+    cmd::root().join("target").join("maturin").join(version)
 }
 
 /// Build a wheel (`profile`: release or dist) for the venv's interpreter.
 fn build_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
-    let out = cmd::root().join("target").join("wheels").join(profile);
+    let version = venv.version()?;
+    let out = cmd::root()
+        .join("target")
+        .join("wheels")
+        .join(profile)
+        .join(&version);
     let _ = std::fs::remove_dir_all(&out);
     cmd::run(
         cmd::new(venv.bin("maturin"))
@@ -21,7 +29,7 @@ fn build_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
             .arg(venv.python())
             .arg("--out")
             .arg(&out)
-            .env("CARGO_TARGET_DIR", maturin_target()),
+            .env("CARGO_TARGET_DIR", maturin_target(&version)),
     )?;
     let wheel = std::fs::read_dir(&out)
         .map_err(|e| format!("no wheel in {}: {e}", out.display()))?
@@ -57,27 +65,40 @@ pub fn develop() -> Result<(), String> {
         cmd::new(venv.bin("maturin"))
             .args(["develop", "--release"])
             .env("VIRTUAL_ENV", &venv.dir)
-            .env("CARGO_TARGET_DIR", maturin_target()),
+            .env("CARGO_TARGET_DIR", maturin_target(&venv.version()?)),
     )
 }
 
-/// `wheel --local`: a plain wheel for the local interpreter, installed into
-/// the project venv (the tests run against it). Without `--local`:
-/// manylinux wheels for every supported CPython and an sdist (see
-/// `wheel.rs`). Either way the local wheel is smoke-tested in a fresh venv.
+/// `wheel --local`: a plain wheel per selected CPython version (`--python`,
+/// default all tested ones), each installed into its project venv. Without
+/// `--local`: manylinux wheels for every supported CPython and an sdist
+/// (see `wheel.rs`). Either way each tested version's wheel is smoke-tested
+/// in a fresh venv of that interpreter.
 pub fn wheel(args: &[String]) -> Result<(), String> {
-    let venv = venv::ensure()?;
-    let local = if args.iter().any(|a| a == "--local") {
-        build_and_install_wheel(&venv, "release")?
+    let (selection, rest) = Selection::parse(args)?;
+    let pythons = selection.resolve()?;
+    let local = rest.iter().any(|a| a == "--local");
+    let distribution = if local {
+        vec![]
     } else {
-        let wheels = wheel::distribution()?;
-        for built in &wheels {
-            println!("built {}", built.display());
-        }
-        wheel::for_local_interpreter(&venv, &wheels)?
+        wheel::distribution()?
     };
-    wheel::smoke_test(&local)?;
-    println!("smoke-tested {}", local.display());
+    for built in &distribution {
+        println!("built {}", built.display());
+    }
+    for python in &pythons {
+        let wheel = if local {
+            build_and_install_wheel(&venv::for_python(python)?, "release")?
+        } else {
+            wheel::for_version(&python.version, &distribution)?
+        };
+        wheel::smoke_test(&wheel, &python.executable)?;
+        println!(
+            "smoke-tested {} on CPython {}",
+            wheel.display(),
+            python.version
+        );
+    }
     Ok(())
 }
 
@@ -87,25 +108,42 @@ pub fn demo() -> Result<(), String> {
     cmd::run(cmd::new(venv.python()).arg("examples/demo.py"))
 }
 
+/// `conformance [--python V] [ARGS]`: CPython's asyncio suite of each
+/// selected interpreter (default: the default venv's) against ferroloop.
 pub fn conformance(args: &[String]) -> Result<(), String> {
-    let venv = venv::ensure()?;
-    let has_ferroloop = cmd::new(venv.python())
-        .args(["-c", "import ferroloop"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !has_ferroloop {
-        build_and_install_wheel(&venv, "release")?;
-    }
-    let mut run = cmd::new(venv.python());
-    run.args(["tests/conformance/run.py"]);
-    if !args
+    let explicit = args
         .iter()
-        .any(|a| a == "--loop" || a.starts_with("--loop="))
-    {
-        run.args(["--loop", "ferroloop"]);
+        .any(|a| a == "--python" || a.starts_with("--python="));
+    let (selection, rest) = Selection::parse(args)?;
+    let venvs = if explicit {
+        selection
+            .resolve()?
+            .iter()
+            .map(venv::for_python)
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        vec![venv::ensure()?]
+    };
+    for venv in &venvs {
+        let has_ferroloop = cmd::new(venv.python())
+            .args(["-c", "import ferroloop"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !has_ferroloop {
+            build_and_install_wheel(venv, "release")?;
+        }
+        let mut run = cmd::new(venv.python());
+        run.args(["tests/conformance/run.py"]);
+        if !rest
+            .iter()
+            .any(|a| a == "--loop" || a.starts_with("--loop="))
+        {
+            run.args(["--loop", "ferroloop"]);
+        }
+        cmd::run(run.args(&rest))?;
     }
-    cmd::run(run.args(args))
+    Ok(())
 }
 
 /// Where the benchmarks' own binaries are built: a target dir no other
@@ -188,11 +226,60 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     cmd::run(run.args(rest))
 }
 
-/// Everything CI checks, in the order that fails fastest.
+/// Everything CI checks, in the order that fails fastest: the Rust checks
+/// once, then for each tested CPython version (`--python` narrows them) its
+/// wheel, a smoke test in a fresh venv, pytest and the version's own asyncio
+/// suite (`--no-conformance` skips the latter).
 pub fn test(args: &[String]) -> Result<(), String> {
-    let quick = args.iter().any(|a| a == "--no-conformance");
+    let (selection, rest) = Selection::parse(args)?;
+    let quick = rest.iter().any(|a| a == "--no-conformance");
+    if let Some(unknown) = rest.iter().find(|a| *a != "--no-conformance") {
+        return Err(format!("test: unknown argument `{unknown}`"));
+    }
+    // Every interpreter is found before anything is built: a missing one
+    // fails at once, naming it.
+    let pythons = selection.resolve()?;
+    let started = std::time::Instant::now();
     cmd::run(cmd::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
-    let venv = venv::ensure()?;
+    let venvs = pythons
+        .iter()
+        .map(venv::for_python)
+        .collect::<Result<Vec<_>, _>>()?;
+    rust_checks(&venvs[0])?;
+    check_versions()?;
+    let mut timings = vec![("Rust checks".to_string(), started.elapsed())];
+    for (python, venv) in pythons.iter().zip(&venvs) {
+        let version_started = std::time::Instant::now();
+        eprintln!(
+            "== CPython {} ({})",
+            python.version,
+            python.executable.display()
+        );
+        let wheel = build_and_install_wheel(venv, "release")?;
+        wheel::smoke_test(&wheel, &python.executable)?;
+        // pytest's exit code 5 (no tests collected) is a failure like any other.
+        cmd::run(cmd::new(venv.python()).args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]))?;
+        if !quick {
+            cmd::run(cmd::new(venv.python()).args([
+                "tests/conformance/run.py",
+                "--loop",
+                "ferroloop",
+            ]))?;
+        }
+        timings.push((
+            format!("CPython {}", python.version),
+            version_started.elapsed(),
+        ));
+    }
+    for (what, took) in &timings {
+        eprintln!("== {what}: {:.0} s", took.as_secs_f64());
+    }
+    Ok(())
+}
+
+/// fmt is checked by the caller; clippy and the Rust tests (both poller
+/// backends) run against `venv`'s interpreter.
+fn rust_checks(venv: &Venv) -> Result<(), String> {
     // pyo3 must see the venv's interpreter, and Rust test binaries must load
     // its libpython (not the system's older 3.11).
     let libdir = venv.libdir()?;
@@ -224,38 +311,17 @@ pub fn test(args: &[String]) -> Result<(), String> {
                 "CARGO_TARGET_DIR",
                 cmd::root().join("target").join("polling"),
             ),
-    )?;
-    check_versions()?;
-    build_and_install_wheel(&venv, "release")?;
-    // pytest's exit code 5 (no tests collected) is a failure like any other.
-    cmd::run(cmd::new(venv.python()).args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]))?;
-    if !quick {
-        cmd::run(cmd::new(venv.python()).args([
-            "tests/conformance/run.py",
-            "--loop",
-            "ferroloop",
-        ]))?;
-    }
-    Ok(())
+    )
 }
 
-/// CPython versions the extension must build for besides the local one,
-/// as (label, version, free-threaded).
-const OTHER_PYTHONS: &[(&str, &str, bool)] = &[
-    ("3.12", "3.12", false),
-    ("3.13", "3.13", false),
-    ("3.14", "3.14", false),
-    ("3.14t", "3.14", true),
-];
-
-/// Compile-check `loop-py` for each CPython in [`OTHER_PYTHONS`] without
+/// Compile-check `loop-py` for each CPython in [`COMPILE_CHECKED`] without
 /// their interpreters: a pyo3 config file describes each target, so the
-/// version cfgs (`Py_3_13`, `Py_GIL_DISABLED`, …) and FFI are the real
-/// ones. Behaviour is only verified on the local 3.11.
+/// version cfgs (`Py_3_14`, `Py_GIL_DISABLED`, …) and FFI are the real
+/// ones. The versions in `TESTED` are built and tested for real instead.
 pub fn check_versions() -> Result<(), String> {
     let dir = cmd::root().join("target").join("pyo3-configs");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for (label, version, free_threaded) in OTHER_PYTHONS {
+    for (label, version, free_threaded) in COMPILE_CHECKED {
         let abi = if *free_threaded {
             "free_threaded"
         } else {

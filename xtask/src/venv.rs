@@ -1,10 +1,13 @@
-//! The project venv (`.venv` at the root): created on first use with
-//! `$PYTHON` (else `python3`), with build and test dependencies.
+//! The project venvs: `.venv` for the default interpreter (`$PYTHON`, else
+//! `python3`; the demo, benchmarks and `ferroloop` command live there) and
+//! `.venv-X.Y` for each other tested version. Each is created on first use
+//! and provisioned with the build and test dependencies.
 
 use crate::cmd;
+use crate::pythons::{self, Python};
 use std::path::PathBuf;
 
-/// Packages every task needs in the venv.
+/// Packages every task needs in a venv.
 const BASE_PACKAGES: &[&str] = &[
     "maturin>=1.7,<2",
     "pytest>=8",
@@ -21,6 +24,10 @@ const BASE_PACKAGES: &[&str] = &[
     "websockets>=13",
 ];
 
+/// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
+const BASE_IMPORTS: &str =
+    "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets";
+
 pub struct Venv {
     pub dir: PathBuf,
 }
@@ -34,6 +41,12 @@ impl Venv {
         self.dir.join("bin").join(name)
     }
 
+    /// `major.minor` of the venv's interpreter.
+    pub fn version(&self) -> Result<String, String> {
+        pythons::version_of(&self.python())
+            .ok_or_else(|| format!("{} does not run", self.python().display()))
+    }
+
     /// libpython of the venv's interpreter, for Rust tests that embed it.
     pub fn libdir(&self) -> Result<String, String> {
         cmd::output(cmd::new(self.python()).args([
@@ -43,21 +56,42 @@ impl Venv {
     }
 }
 
-/// The venv, created and provisioned if missing.
+/// The default venv (`.venv`), created and provisioned if missing.
 pub fn ensure() -> Result<Venv, String> {
-    let venv = Venv {
-        dir: cmd::root().join(".venv"),
-    };
+    provision(cmd::root().join(".venv"), &pythons::default_interpreter())
+}
+
+/// The venv of `python`'s version: `.venv` when that is the default
+/// interpreter's version, else `.venv-X.Y`.
+pub fn for_python(python: &Python) -> Result<Venv, String> {
+    let default = pythons::default_interpreter();
+    if pythons::version_of(&default).as_deref() == Some(python.version.as_str()) {
+        return provision(cmd::root().join(".venv"), &default);
+    }
+    provision(
+        cmd::root().join(format!(".venv-{}", python.version)),
+        &python.executable,
+    )
+}
+
+fn provision(dir: PathBuf, interpreter: &std::path::Path) -> Result<Venv, String> {
+    let venv = Venv { dir };
     if !venv.python().exists() {
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        cmd::run(cmd::new(&python).args(["-m", "venv"]).arg(&venv.dir))?;
+        cmd::run(cmd::new(interpreter).args(["-m", "venv"]).arg(&venv.dir))?;
         cmd::run(cmd::new(venv.python()).args(["-m", "pip", "install", "-q", "--upgrade", "pip"]))?;
     }
+    let wanted = pythons::version_of(interpreter);
+    let have = venv.version()?;
+    if wanted.as_deref().is_some_and(|w| w != have) {
+        return Err(format!(
+            "{} is a CPython {have} venv, but {} is CPython {}: delete the venv to recreate it",
+            venv.dir.display(),
+            interpreter.display(),
+            wanted.unwrap_or_default()
+        ));
+    }
     let missing = cmd::new(venv.python())
-        .args([
-            "-c",
-            "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets",
-        ])
+        .args(["-c", BASE_IMPORTS])
         .output()
         .map(|o| !o.status.success())
         .unwrap_or(true);

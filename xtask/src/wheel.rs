@@ -2,19 +2,18 @@
 //!
 //! Without `--local`: manylinux2014 x86-64 wheels built with the `dist`
 //! profile through `maturin --zig` for CPython 3.11–3.14 and 3.14t (maturin
-//! cross-compiles from its bundled sysconfig, so no interpreter is needed;
-//! only the local one is smoke-tested), plus an sdist that is built once to
-//! prove it builds. `maturin[zig]` is a large download, so it lives in its
+//! cross-compiles from its bundled sysconfig, so no interpreter is needed),
+//! plus an sdist that is built once to prove it builds. `maturin[zig]` is a large download, so it lives in its
 //! own venv (`target/wheel-venv`), away from the per-commit CI path.
-//! With `--local`: one plain wheel for the local interpreter (no zig).
-//! Either way the local wheel goes into a fresh venv and a smoke test runs.
+//! With `--local`: one plain wheel per tested interpreter (no zig).
+//! Either way the wheel of each tested version (3.11–3.13) goes into a fresh
+//! venv of that interpreter and a smoke test runs; 3.14 and 3.14t have no
+//! interpreter here and are only built.
 
 use crate::cmd;
+use crate::pythons::{COMPILE_CHECKED, TESTED};
 use crate::venv::Venv;
 use std::path::{Path, PathBuf};
-
-/// Interpreter tags maturin builds distribution wheels for.
-const PYTHONS: &[&str] = &["3.11", "3.12", "3.13", "3.14", "3.14t"];
 
 const SMOKE_TEST: &str = r#"
 import asyncio, ferroloop
@@ -116,7 +115,7 @@ fn zig_venv() -> Result<Venv, String> {
     Ok(venv)
 }
 
-/// Manylinux wheels for every CPython in [`PYTHONS`], and the sdist.
+/// Manylinux wheels for every tested and compile-checked CPython, and the sdist.
 pub fn distribution() -> Result<Vec<PathBuf>, String> {
     let venv = zig_venv()?;
     let out = out_dir().join("manylinux");
@@ -127,7 +126,11 @@ pub fn distribution() -> Result<Vec<PathBuf>, String> {
         venv.dir.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    for python in PYTHONS {
+    let labels = TESTED
+        .iter()
+        .copied()
+        .chain(COMPILE_CHECKED.iter().map(|(label, _, _)| *label));
+    for python in labels {
         cmd::run(
             cmd::new(venv.bin("maturin"))
                 .args([
@@ -167,33 +170,34 @@ pub fn distribution() -> Result<Vec<PathBuf>, String> {
     Ok(files_with_suffix(&out, ".whl"))
 }
 
-/// Install `wheel` into a fresh venv and run the smoke test there.
-pub fn smoke_test(wheel: &Path) -> Result<(), String> {
+/// Install `wheel` into a fresh venv of `interpreter` and run the smoke
+/// test there.
+pub fn smoke_test(wheel: &Path, interpreter: &Path) -> Result<(), String> {
+    let version = crate::pythons::version_of(interpreter)
+        .ok_or_else(|| format!("{} does not run", interpreter.display()))?;
     let venv = Venv {
-        dir: cmd::root().join("target").join("smoke-venv"),
+        dir: cmd::root().join("target").join("smoke-venv").join(version),
     };
     let _ = std::fs::remove_dir_all(&venv.dir);
-    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-    cmd::run(cmd::new(&python).args(["-m", "venv"]).arg(&venv.dir))?;
+    cmd::run(cmd::new(interpreter).args(["-m", "venv"]).arg(&venv.dir))?;
     cmd::run(
         cmd::new(venv.python())
             .args(["-m", "pip", "install", "-q", "--no-deps"])
             .arg(wheel),
     )?;
+    let script = venv.dir.join("smoke_test.py");
+    std::fs::write(&script, SMOKE_TEST).map_err(|e| format!("{}: {e}", script.display()))?;
     // Run from outside the repository so the source tree cannot shadow it.
     cmd::run(
         cmd::new(venv.python())
-            .args(["-c", SMOKE_TEST])
+            .arg(&script)
             .current_dir(std::env::temp_dir()),
     )
 }
 
-/// The wheel among `wheels` for the interpreter running `python`.
-pub fn for_local_interpreter(venv: &Venv, wheels: &[PathBuf]) -> Result<PathBuf, String> {
-    let tag = cmd::output(cmd::new(venv.python()).args([
-        "-c",
-        "import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}-')",
-    ]))?;
+/// The wheel among `wheels` for CPython `version` (`3.12` → `cp312-cp312`).
+pub fn for_version(version: &str, wheels: &[PathBuf]) -> Result<PathBuf, String> {
+    let tag = format!("cp{0}-cp{0}-", version.replace('.', ""));
     wheels
         .iter()
         .find(|w| {
@@ -201,5 +205,5 @@ pub fn for_local_interpreter(venv: &Venv, wheels: &[PathBuf]) -> Result<PathBuf,
                 .is_some_and(|n| n.to_string_lossy().contains(&tag))
         })
         .cloned()
-        .ok_or_else(|| format!("no wheel for the local interpreter ({tag}) among {wheels:?}"))
+        .ok_or_else(|| format!("no wheel for CPython {version} ({tag}) among {wheels:?}"))
 }

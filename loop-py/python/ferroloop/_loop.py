@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import logging
 import os
 import socket
@@ -19,11 +20,12 @@ import threading
 import traceback
 import warnings
 import weakref
-from asyncio import base_events, events, futures, tasks
+from asyncio import base_events, coroutines, events, futures, tasks
 from typing import Any, Awaitable, Callable, TypeVar
 
 from . import _native
 from ._signals import SignalHandlers
+from ._signatures import follow_stdlib
 from ._datagram import DatagramOps
 from ._pipes import PipeOps
 from ._sockets import SocketOps
@@ -34,10 +36,6 @@ from ._transport import ReadBuffer
 logger = logging.getLogger("asyncio")
 
 _T = TypeVar("_T")
-
-def _debug_from_environment() -> bool:
-    return bool(sys.flags.dev_mode or (not sys.flags.ignore_environment and os.environ.get("PYTHONASYNCIODEBUG")))
-
 
 # The stdlib's own callback, not a copy: anyio finds the root task (for
 # worker threads) by looking for exactly this function among a task's
@@ -66,7 +64,11 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         self._child_pidfds: dict[int, int] = {}
         self._coroutine_origin_tracking_enabled = False
         self._coroutine_origin_tracking_saved_depth: int | None = None
-        self.set_debug(_debug_from_environment())
+        #: listening Unix socket -> inode of its file, removed on close (3.13's cleanup_socket).
+        self._unix_server_sockets: dict[socket.socket, int] = {}
+        # Decided as asyncio's loop decides it (-X dev, PYTHONASYNCIODEBUG,
+        # and the hook tools patch).
+        self.set_debug(coroutines._is_debug_mode())
         _live_loops.add(self)
 
     def __repr__(self) -> str:
@@ -77,6 +79,38 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
             _warn(f"unclosed event loop {self!r}", ResourceWarning, source=self)
             if not self.is_running():
                 self.close()
+
+    # -- private attributes asyncio's loop has ----------------------------
+    # Test utilities and libraries read some of asyncio's private loop
+    # attributes (``loop._closed`` in aiohttp-style fixtures, anyio's
+    # ``loop._default_executor``); each here means what asyncio's does.
+    # Plain attributes set in __init__ already: _thread_id,
+    # _default_executor, _executor_shutdown_called, _asyncgens,
+    # _asyncgens_shutdown_called, _exception_handler. Not provided:
+    # _ready/_scheduled (the queues are native: there is no deque or heap
+    # to show) and _stopping (the native stop flag is not exposed).
+
+    @property
+    def _closed(self) -> bool:
+        return self.is_closed()
+
+    @property
+    def _debug(self) -> bool:
+        return self.get_debug()
+
+    @_debug.setter
+    def _debug(self, enabled: bool) -> None:
+        # Like assigning asyncio's attribute: the flag alone (set_debug()
+        # also switches a running loop's coroutine origin tracking).
+        _native.Loop.set_debug(self, bool(enabled))
+
+    if not hasattr(_native.Loop, "_task_factory"):  # native from the next build on
+
+        @property
+        def _task_factory(self) -> Callable[..., Any] | None:
+            return self.get_task_factory()
+
+    # -- end of private attributes asyncio's loop has ---------------------
 
     # -- running ---------------------------------------------------------
 
@@ -237,7 +271,8 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
             raise TypeError("executor must be ThreadPoolExecutor instance")
         self._default_executor = executor
 
-    async def shutdown_default_executor(self, timeout: float | None = None) -> None:
+    async def _shutdown_default_executor(self, timeout: float | None = None) -> None:
+        """``shutdown_default_executor`` (``timeout`` from 3.12 on, see _signatures)."""
         self._executor_shutdown_called = True
         executor = self._default_executor
         if executor is None:
@@ -317,29 +352,9 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
             lines.append(f"{key}: {value}")
         logger.error("\n".join(lines), exc_info=exc_info)
 
-    def call_exception_handler(self, context: dict[str, Any]) -> None:
-        if self._exception_handler is None:
-            try:
-                self.default_exception_handler(context)
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException:
-                logger.error("Exception in default exception handler", exc_info=True)
-            return
-        try:
-            self._exception_handler(self, context)
-        except (SystemExit, KeyboardInterrupt):
-            raise
-        except BaseException as exc:
-            try:
-                self.default_exception_handler({"message": "Unhandled error in exception handler", "exception": exc, "context": context})
-            except (SystemExit, KeyboardInterrupt):
-                raise
-            except BaseException:
-                logger.error(
-                    "Exception in default exception handler while handling an unexpected error in custom exception handler",
-                    exc_info=True,
-                )
+    # asyncio's own: it calls the handler in the failing task's or handle's
+    # context from 3.12 on, and each version's way is the reference.
+    call_exception_handler = base_events.BaseEventLoop.call_exception_handler
 
 
 def _set_result_unless_done(fut: asyncio.Future[Any], result: Any) -> None:
@@ -368,3 +383,22 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# What the native create_task defers to when a task factory is set, and
+# create_task itself where asyncio's takes **kwargs (3.13 patch releases
+# after 3.13.0, 3.14): the running version's own decides what a factory gets.
+_stdlib_create_task = base_events.BaseEventLoop.create_task
+if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(_stdlib_create_task).parameters.values()):
+    Loop.create_task = _stdlib_create_task  # type: ignore[method-assign,assignment]
+
+# Methods whose parameters differ between Python versions get the running
+# version's signature (see _signatures).
+for _name, _impl in (
+    ("create_connection", StreamOps._create_connection),
+    ("create_server", StreamOps._create_server),
+    ("create_unix_server", StreamOps._create_unix_server),
+    ("shutdown_default_executor", Loop._shutdown_default_executor),
+):
+    setattr(Loop, _name, follow_stdlib(_name, _impl))
+del _name, _impl

@@ -102,8 +102,8 @@ class SocketOps:
 
     # -- receiving ---------------------------------------------------------------
 
-    async def sock_recv(self, sock: socket.socket, n: int) -> bytes:
-        return await self._sock_op(sock, False, "recv", n)
+    async def sock_recv(self, sock: socket.socket, nbytes: int) -> bytes:
+        return await self._sock_op(sock, False, "recv", nbytes)
 
     async def sock_recv_into(self, sock: socket.socket, buf: Any) -> int:
         return await self._sock_op(sock, False, "recv_into", buf)

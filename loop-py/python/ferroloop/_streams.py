@@ -14,6 +14,7 @@ import asyncio
 import collections
 import errno
 import functools
+import inspect
 import itertools
 import logging
 import os
@@ -36,6 +37,8 @@ _SENDFILE_BLOCK = 256 * 1024
 #: Seconds before accepting again after running out of fds (asyncio's).
 ACCEPT_RETRY_DELAY = 1.0
 _HAS_IPV6 = hasattr(socket, "AF_INET6")
+# The running version's create_unix_server parameters (3.13 added cleanup_socket).
+_UNIX_SERVER_PARAMETERS = inspect.signature(asyncio.SelectorEventLoop.create_unix_server).parameters
 
 
 def _check_ssl_arguments(ssl: Any, handshake_timeout: Any, shutdown_timeout: Any) -> None:
@@ -216,19 +219,13 @@ class StreamOps:
 
     # -- connecting ------------------------------------------------------------------
 
-    async def create_connection(self, protocol_factory: Callable[[], Any], host: Any = None, port: Any = None, *,
-                                ssl: Any = None, family: int = 0, proto: int = 0, flags: int = 0,
-                                sock: Any = None, local_addr: Any = None, server_hostname: Any = None,
-                                ssl_handshake_timeout: Any = None, ssl_shutdown_timeout: Any = None,
-                                happy_eyeballs_delay: float | None = None,
-                                interleave: int | None = None, **kwargs: Any) -> tuple[Any, Any]:
-        if kwargs:
-            # 3.13 added all_errors=; accept it where the running Python does.
-            all_errors = kwargs.pop("all_errors", False)
-            if kwargs:
-                raise TypeError(f"create_connection() got an unexpected keyword argument {next(iter(kwargs))!r}")
-        else:
-            all_errors = False
+    async def _create_connection(self, protocol_factory: Callable[[], Any], host: Any = None, port: Any = None, *,
+                                 ssl: Any = None, family: int = 0, proto: int = 0, flags: int = 0,
+                                 sock: Any = None, local_addr: Any = None, server_hostname: Any = None,
+                                 ssl_handshake_timeout: Any = None, ssl_shutdown_timeout: Any = None,
+                                 happy_eyeballs_delay: float | None = None, interleave: int | None = None,
+                                 all_errors: bool = False) -> tuple[Any, Any]:
+        """``create_connection`` (exposed with the running version's signature, see _signatures)."""
         if server_hostname is not None and not ssl:
             raise ValueError("server_hostname is only meaningful with ssl")
         if server_hostname is None and ssl:
@@ -396,15 +393,13 @@ class StreamOps:
 
     # -- serving ---------------------------------------------------------------------
 
-    async def create_server(self, protocol_factory: Callable[[], Any], host: Any = None, port: Any = None, *,
-                            family: int = socket.AF_UNSPEC, flags: int = socket.AI_PASSIVE, sock: Any = None,
-                            backlog: int = 100, ssl: Any = None, reuse_address: bool | None = None,
-                            reuse_port: bool | None = None, ssl_handshake_timeout: Any = None,
-                            ssl_shutdown_timeout: Any = None, start_serving: bool = True,
-                            **kwargs: Any) -> Any:
-        keep_alive = kwargs.pop("keep_alive", None)  # 3.13+
-        if kwargs:
-            raise TypeError(f"create_server() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    async def _create_server(self, protocol_factory: Callable[[], Any], host: Any = None, port: Any = None, *,
+                             family: int = socket.AF_UNSPEC, flags: int = socket.AI_PASSIVE, sock: Any = None,
+                             backlog: int = 100, ssl: Any = None, reuse_address: bool | None = None,
+                             reuse_port: bool | None = None, keep_alive: bool | None = None,
+                             ssl_handshake_timeout: Any = None, ssl_shutdown_timeout: Any = None,
+                             start_serving: bool = True) -> Any:
+        """``create_server`` (exposed with the running version's signature, see _signatures)."""
         _check_ssl_arguments(ssl, ssl_handshake_timeout, ssl_shutdown_timeout)
         if sock is not None:
             _check_not_ssl_socket(sock)
@@ -481,13 +476,13 @@ class StreamOps:
             await asyncio.sleep(0)
         return server
 
-    async def create_unix_server(self, protocol_factory: Callable[[], Any], path: Any = None, *, sock: Any = None,
-                                 backlog: int = 100, ssl: Any = None, ssl_handshake_timeout: Any = None,
-                                 ssl_shutdown_timeout: Any = None, start_serving: bool = True,
-                                 **kwargs: Any) -> Any:
-        cleanup_socket = kwargs.pop("cleanup_socket", True)  # 3.13+
-        if kwargs:
-            raise TypeError(f"create_unix_server() got an unexpected keyword argument {next(iter(kwargs))!r}")
+    async def _create_unix_server(self, protocol_factory: Callable[[], Any], path: Any = None, *, sock: Any = None,
+                                  backlog: int = 100, ssl: Any = None, ssl_handshake_timeout: Any = None,
+                                  ssl_shutdown_timeout: Any = None, start_serving: bool = True,
+                                  cleanup_socket: bool = True) -> Any:
+        """``create_unix_server`` (exposed with the running version's signature,
+        see _signatures). ``cleanup_socket`` (3.13+) removes the socket file
+        when the server closes, if it is still the one bound."""
         if isinstance(ssl, bool):
             raise TypeError("ssl argument must be an SSLContext or None")
         _check_ssl_arguments(ssl, ssl_handshake_timeout, ssl_shutdown_timeout)
@@ -512,7 +507,8 @@ class StreamOps:
                 raise ValueError("path was not specified, and no sock specified")
             if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
                 raise ValueError(f"A UNIX Domain Stream Socket was expected, got {sock!r}")
-        del cleanup_socket  # removing the file on close is a 3.13 Server feature
+        if cleanup_socket and "cleanup_socket" in _UNIX_SERVER_PARAMETERS:
+            self._remember_unix_server_socket(sock)
         sock.setblocking(False)
         return await self._serve([sock], protocol_factory, ssl, backlog, ssl_handshake_timeout, ssl_shutdown_timeout, start_serving)
 
@@ -534,8 +530,29 @@ class StreamOps:
 
     def _stop_serving(self, sock: socket.socket) -> None:
         loop: Any = self
+        inode = loop._unix_server_sockets.pop(sock, None)
+        path = sock.getsockname() if inode is not None else None
         loop._remove_reader(sock.fileno())
         sock.close()
+        if path is not None:
+            # Remove the file only if it is still ours (not replaced since).
+            try:
+                if os.stat(path).st_ino == inode:
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                logger.error("Unable to clean up listening UNIX socket %r: %r", path, exc)
+
+    def _remember_unix_server_socket(self, sock: socket.socket) -> None:
+        loop: Any = self
+        path = sock.getsockname()
+        # Abstract sockets have no file (str and bytes paths both count).
+        if path and path[0] not in (0, "\x00"):
+            try:
+                loop._unix_server_sockets[sock] = os.stat(path).st_ino
+            except FileNotFoundError:
+                pass
 
     def _accept_ready(self, protocol_factory: Callable[[], Any], sock: socket.socket, sslcontext: Any, server: Any,
                       backlog: int, ssl_handshake_timeout: Any, ssl_shutdown_timeout: Any) -> None:

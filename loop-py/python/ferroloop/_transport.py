@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import inspect
 import socket
 import warnings
-from asyncio import constants, trsock
+from asyncio import base_events, constants, trsock
 from typing import Any
 
 from ._flow import FlowControl
@@ -60,18 +61,22 @@ def set_nodelay(sock: socket.socket) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
+# asyncio's Server tracks its transports from 3.13 on (for close_clients()
+# and abort_clients()): _attach(transport) / _detach(transport).
+_SERVER_TRACKS_TRANSPORTS = len(inspect.signature(base_events.Server._attach).parameters) == 2
+
+
 def _attach(server: Any, transport: Any) -> None:
-    # asyncio's Server tracks its transports from 3.13 on.
-    try:
+    if _SERVER_TRACKS_TRANSPORTS:
         server._attach(transport)
-    except TypeError:
+    else:
         server._attach()
 
 
 def _detach(server: Any, transport: Any) -> None:
-    try:
+    if _SERVER_TRACKS_TRANSPORTS:
         server._detach(transport)
-    except TypeError:
+    else:
         server._detach()
 
 

@@ -390,79 +390,59 @@ impl Loop {
         )
     }
 
-    #[pyo3(signature = (coro, *, name=None, context=None, **kwargs))]
+    /// asyncio's `create_task(coro, *, name=None, context=None)` (3.11 to
+    /// 3.13.0). With no task factory the task is built here; with one, the
+    /// running version's own `BaseEventLoop.create_task` decides what the
+    /// factory is given (which changed between versions and patch
+    /// releases). Versions whose asyncio takes `**kwargs` get the stdlib
+    /// method itself (see `_loop.py`).
+    #[pyo3(signature = (coro, *, name=None, context=None))]
     pub(crate) fn create_task<'py>(
         slf: &Bound<'py, Self>,
         coro: &Bound<'py, PyAny>,
         name: Option<&Bound<'py, PyAny>>,
         context: Option<&Bound<'py, PyAny>>,
-        kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
         this.check_closed()?;
-        let name = name.filter(|n| !n.is_none());
-        let context = context.filter(|c| !c.is_none());
-        let extra = kwargs.filter(|k| !k.is_empty());
-        if extra.is_some() && cfg!(not(Py_3_13)) {
-            return Err(PyTypeError::new_err(
-                "create_task() got an unexpected keyword argument",
-            ));
-        }
-        let factory = this
+        let has_factory = this
             .task_factory
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .map(|f| f.clone_ref(py));
-        match factory {
-            None => {
-                if name.is_none() && context.is_none() && extra.is_none() {
-                    return pyapi::vectorcall(
-                        pyapi::task_type(py)?,
-                        &[coro],
-                        Some(pyapi::kwnames_loop(py)),
-                        &[slf.as_any()],
-                    );
-                }
-                let kw = PyDict::new(py);
-                kw.set_item("loop", slf)?;
-                if let Some(n) = name {
-                    kw.set_item("name", n)?;
-                }
-                if let Some(c) = context {
-                    kw.set_item("context", c)?;
-                }
-                if let Some(extra) = extra {
-                    kw.update(extra.as_mapping())?;
-                }
-                pyapi::task_type(py)?.call((coro,), Some(&kw))
-            }
-            Some(factory) => {
-                let factory = factory.bind(py);
-                let kw = PyDict::new(py);
-                if let Some(c) = context {
-                    kw.set_item("context", c)?;
-                }
-                // 3.13+ hands name and extra keywords to the factory; older
-                // versions set the name on the task it returns.
-                if cfg!(Py_3_13) {
-                    if let Some(n) = name {
-                        kw.set_item("name", n)?;
-                    }
-                    if let Some(extra) = extra {
-                        kw.update(extra.as_mapping())?;
-                    }
-                }
-                let task = factory.call((slf, coro), Some(&kw))?;
-                if cfg!(not(Py_3_13)) {
-                    if let Some(n) = name {
-                        task.call_method1("set_name", (n,))?;
-                    }
-                }
-                Ok(task)
-            }
+            .is_some();
+        if has_factory {
+            let kw = PyDict::new(py);
+            kw.set_item("name", name)?;
+            kw.set_item("context", context)?;
+            return pyapi::stdlib_create_task(py)?.call((slf, coro), Some(&kw));
         }
+        let name = name.filter(|n| !n.is_none());
+        let context = context.filter(|c| !c.is_none());
+        if name.is_none() && context.is_none() {
+            return pyapi::vectorcall(
+                pyapi::task_type(py)?,
+                &[coro],
+                Some(pyapi::kwnames_loop(py)),
+                &[slf.as_any()],
+            );
+        }
+        let kw = PyDict::new(py);
+        kw.set_item("loop", slf)?;
+        if let Some(n) = name {
+            kw.set_item("name", n)?;
+        }
+        if let Some(c) = context {
+            kw.set_item("context", c)?;
+        }
+        pyapi::task_type(py)?.call((coro,), Some(&kw))
+    }
+
+    /// The task factory, as asyncio's private attribute (its own
+    /// `create_task` reads it).
+    #[getter]
+    fn _task_factory(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.get_task_factory(py)
     }
 
     fn set_task_factory(&self, factory: Option<Bound<'_, PyAny>>) -> PyResult<()> {
