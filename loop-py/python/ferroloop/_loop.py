@@ -271,38 +271,10 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
             raise TypeError("executor must be ThreadPoolExecutor instance")
         self._default_executor = executor
 
-    async def _shutdown_default_executor(self, timeout: float | None = None) -> None:
-        """``shutdown_default_executor`` (``timeout`` from 3.12 on, see _signatures)."""
-        self._executor_shutdown_called = True
-        executor = self._default_executor
-        if executor is None:
-            return
-        done = self.create_future()
-        thread = threading.Thread(target=self._shutdown_executor_in_thread, args=(executor, done))
-        thread.start()
-        try:
-            if timeout is None:
-                await done
-            else:
-                await asyncio.wait_for(asyncio.shield(done), timeout)
-        except TimeoutError:
-            warnings.warn(
-                f"The executor did not finishing joining its threads within {timeout} seconds.",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            executor.shutdown(wait=False)
-        finally:
-            thread.join(timeout)
-
-    def _shutdown_executor_in_thread(self, executor: concurrent.futures.ThreadPoolExecutor, done: asyncio.Future[None]) -> None:
-        try:
-            executor.shutdown(wait=True)
-            if not self.is_closed():
-                self.call_soon_threadsafe(_set_result_unless_done, done, None)
-        except Exception as exc:  # noqa: BLE001 (handed to the awaiting task)
-            if not self.is_closed():
-                self.call_soon_threadsafe(_set_exception_unless_done, done, exc)
+    # asyncio's own: the timeout= parameter (3.12) and what it bounds
+    # (3.12 only the thread join, 3.13 the wait too) differ by version.
+    shutdown_default_executor = base_events.BaseEventLoop.shutdown_default_executor
+    _do_shutdown = base_events.BaseEventLoop._do_shutdown
 
     # -- DNS -----------------------------------------------------------------
 
@@ -357,16 +329,6 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
     call_exception_handler = base_events.BaseEventLoop.call_exception_handler
 
 
-def _set_result_unless_done(fut: asyncio.Future[Any], result: Any) -> None:
-    if not fut.done():
-        fut.set_result(result)
-
-
-def _set_exception_unless_done(fut: asyncio.Future[Any], exc: BaseException) -> None:
-    if not fut.done():
-        fut.set_exception(exc)
-
-
 # Loops alive in this process, for the fork hook.
 _live_loops: weakref.WeakSet[Loop] = weakref.WeakSet()
 
@@ -398,7 +360,6 @@ for _name, _impl in (
     ("create_connection", StreamOps._create_connection),
     ("create_server", StreamOps._create_server),
     ("create_unix_server", StreamOps._create_unix_server),
-    ("shutdown_default_executor", Loop._shutdown_default_executor),
 ):
     setattr(Loop, _name, follow_stdlib(_name, _impl))
 del _name, _impl

@@ -3,7 +3,7 @@ running interpreter's signature.
 
 asyncio added keywords over time (``create_connection(all_errors=)`` in
 3.12, ``create_server(keep_alive=)`` and ``create_unix_server(cleanup_socket=)``
-in 3.13, ``shutdown_default_executor(timeout=)`` in 3.12). ferroloop
+in 3.13). ferroloop
 implements the newest parameter set once, privately, and exposes each method
 with exactly the parameters, kinds and defaults that the running version's
 asyncio gives it (read with ``inspect.signature``, see ``reference``), so
