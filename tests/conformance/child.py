@@ -7,6 +7,8 @@ Started by ``run.py``; never run by hand except to debug the harness::
 
 Results go to the events file (see :mod:`wire`). Tests listed in the skip
 file (already recorded by an earlier attempt that hung or crashed) are not run.
+With ``--out-of-scope`` the child runs only the tests ``scope.toml`` lists
+(the informational pass of ``run.py --include-out-of-scope``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import TextIO
 
 import harness
 import substitute
-from scope import ForeignLoopDetector, ScopeRules
+from scope import NO_LOOP_UNDER_TEST, ForeignLoopDetector, ScopeRules
 from wire import DUMP_SIGNAL, PACKAGE, EventWriter, Outcome, TestRecord, short_id
 
 ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
@@ -58,11 +60,19 @@ class RecordingResult(unittest.TestResult):
     failed ``tearDown*`` fixtures are emitted as ``fixture`` events.
     """
 
-    def __init__(self, events: EventWriter, detector: ForeignLoopDetector, before_test: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        events: EventWriter,
+        detector: ForeignLoopDetector,
+        before_test: Callable[[str], None],
+        require_loop_under_test: bool = False,
+    ) -> None:
         super().__init__()
         self._events = events
         self._detector = detector
         self._before_test = before_test
+        # Informational pass: a test that builds no loop under test says nothing about it.
+        self._require_loop_under_test = require_loop_under_test
         self._record: TestRecord | None = None
         self._started = 0.0
         self.recorded: set[str] = set()
@@ -71,8 +81,12 @@ class RecordingResult(unittest.TestResult):
 
     def startTest(self, test: unittest.TestCase) -> None:
         super().startTest(test)
-        self._before_test()
+        self._begin(test)
+
+    def _begin(self, test: unittest.TestCase) -> None:
+        self._before_test(short_id(test.id()))
         self._detector.take_reason()  # marks left by fixtures belong to no test
+        self._detector.take_built()
         self._record = TestRecord(short_id(test.id()), "pass")
         self._started = time.monotonic()
         self._events.emit("start", id=self._record.id)
@@ -83,6 +97,9 @@ class RecordingResult(unittest.TestResult):
         assert record is not None
         record.duration = round(time.monotonic() - self._started, 3)
         reason = self._detector.take_reason()
+        built = self._detector.take_built()
+        if reason is None and self._require_loop_under_test and not built and record.outcome != "skip":
+            reason = NO_LOOP_UNDER_TEST
         if reason is not None:
             record.ran, record.outcome, record.summary = record.outcome, "out-of-scope", reason
         self.emit(record)
@@ -118,7 +135,9 @@ class RecordingResult(unittest.TestResult):
         self._note(test, "error", *_describe(err))
 
     def addSkip(self, test: unittest.TestCase, reason: str) -> None:
-        if self._record is not None and short_id(test.id()) != self._record.id:
+        if self._record is None and isinstance(test, unittest.TestCase):
+            self._begin(test)  # 3.12+ skips a decorated test without startTest (stopTest still comes)
+        elif self._record is not None and short_id(test.id()) != self._record.id:
             return  # a skipped subtest: the test itself still ran
         self._note(test, "skip", _one_line(reason))
 
@@ -157,7 +176,10 @@ def _flatten(suite: unittest.TestSuite | unittest.TestCase) -> Iterator[unittest
         yield suite
 
 
-def run_module(short_name: str, lut: harness.LoopUnderTest, events: EventWriter, skip: set[str]) -> None:
+def run_module(
+    short_name: str, lut: harness.LoopUnderTest, events: EventWriter, skip: set[str], out_of_scope: bool = False
+) -> None:
+    """Run the module's in-scope tests or, with ``out_of_scope``, only its ``scope.toml``-listed ones."""
     detector = ForeignLoopDetector()
     lut = harness.install(lut, detector)
     try:
@@ -170,18 +192,34 @@ def run_module(short_name: str, lut: harness.LoopUnderTest, events: EventWriter,
     rules = ScopeRules.load()
     tests = list(_flatten(unittest.TestLoader().loadTestsFromModule(module)))
     all_ids = {short_id(t.id()) for t in tests}
-    notes += [f"scope.toml entry {key!r} matches no test" for key in rules.unused(short_name, all_ids)]
-    result = RecordingResult(events, detector, lambda: harness.replace_leaked_policy(lut.policy_class))
+    if not out_of_scope:
+        notes += [f"scope.toml entry {key!r} matches no test" for key in rules.unused(short_name, all_ids)]
+    # Planned tests that directly follow listed tests whose tearDown would have run (adaptation 3).
+    after_listed: set[str] = set()
+    result = RecordingResult(
+        events,
+        detector,
+        lambda tid: harness.before_test(lut.policy_class, after_listed_test=tid in after_listed),
+        require_loop_under_test=out_of_scope,
+    )
     planned = []
+    listed_before = False
     for test in tests:
         tid = short_id(test.id())
         if tid in skip:
             continue
         reason = rules.reason_for(tid)
-        if reason is None:
+        if out_of_scope:
+            if reason is not None:
+                planned.append(test)
+        elif reason is None:
             planned.append(test)
+            if listed_before:
+                after_listed.add(tid)
+            listed_before = False
         else:
             result.emit(TestRecord(tid, "out-of-scope", reason))
+            listed_before = listed_before or harness.tears_down_the_event_loop(test)
     events.emit("loaded", plan=[short_id(t.id()) for t in planned], notes=notes)
 
     # As `python -m unittest` does when no -W option is given.
@@ -201,6 +239,7 @@ def main() -> None:
     parser.add_argument("--events", required=True, type=Path, help="JSON-lines file to append to")
     parser.add_argument("--traceback", required=True, type=Path, help="where faulthandler writes")
     parser.add_argument("--skip", type=Path, help="JSON list of test ids not to run")
+    parser.add_argument("--out-of-scope", action="store_true", help="run only the tests scope.toml lists")
     args = parser.parse_args()
 
     tb_file: TextIO = args.traceback.open("w")
@@ -209,7 +248,7 @@ def main() -> None:
 
     skip = set(json.loads(args.skip.read_text())) if args.skip else set()
     events = EventWriter(args.events)
-    run_module(args.module, harness.load_loop(args.loop), events, skip)
+    run_module(args.module, harness.load_loop(args.loop), events, skip, args.out_of_scope)
     events.emit("finished")
 
 

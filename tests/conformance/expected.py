@@ -12,7 +12,9 @@ import dataclasses
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
+import versions
 from wire import FAILING, TestRecord, module_of
 
 HEADER = """\
@@ -24,6 +26,10 @@ HEADER = """\
 #                                                 4 = transports/sockets/pipes/subprocess/TLS)
 #   flaky  = true                                (optional, timing-dependent tests only: say why
 #                                                 in the reason; may then pass or fail)
+#   python = ">=3.12"                            (optional: only on these CPython versions, e.g.
+#                                                 "3.12", "<3.13", ["3.12", "3.13"]; see versions.py)
+# A test failing differently per version has one table per version range:
+# [["test_module.Class.test_name"]] (an array of tables), with disjoint specs.
 #
 # The run fails on a failure not listed here and on a listed test that passes.
 # Draft entries for the current failures: run.py --write-expected PATH.
@@ -43,7 +49,7 @@ TRANSPORT_MODULES = frozenset(
         "test_unix_events",
     }
 )
-_KEYS = {"reason", "issue", "flaky"}
+_KEYS = {"reason", "issue", "flaky", "python"}
 
 
 class ExpectedFileError(Exception):
@@ -55,33 +61,64 @@ class Expectation:
     reason: str
     issue: int
     flaky: bool = False
+    # The 'python' spec as written (None: every version).
+    python: str | list[str] | None = None
 
 
-def load(path: Path | None) -> dict[str, Expectation]:
-    """Parse and validate; ``None`` means "no failures expected"."""
+@dataclasses.dataclass
+class ExpectedFile:
+    # The entries that apply to the running Python, by test id.
+    entries: dict[str, Expectation] = dataclasses.field(default_factory=dict)
+    # Entries for other Python versions only: not judged, kept by write_draft.
+    other_versions: list[tuple[str, Expectation]] = dataclasses.field(default_factory=list)
+
+
+def load(path: Path | None, version: versions.Version = versions.RUNNING) -> ExpectedFile:
+    """Parse, validate and select by version; ``None`` means "no failures expected"."""
+    result = ExpectedFile()
     if path is None:
-        return {}
+        return result
     try:
         with path.open("rb") as f:
             data = tomllib.load(f)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ExpectedFileError(f"{path}: {exc}") from exc
-    entries = {}
-    for test_id, entry in data.items():
+    for test_id, value in data.items():
         where = f"{path}: [{json.dumps(test_id)}]"
-        if not isinstance(entry, dict):
-            raise ExpectedFileError(f"{where}: expected a table")
-        if unknown := set(entry) - _KEYS:
-            raise ExpectedFileError(f"{where}: unknown keys {sorted(unknown)}")
-        reason, issue, flaky = entry.get("reason"), entry.get("issue"), entry.get("flaky", False)
-        if not isinstance(reason, str) or not reason.strip():
-            raise ExpectedFileError(f"{where}: 'reason' must be a non-empty string")
-        if not isinstance(issue, int) or isinstance(issue, bool) or issue < 0:
-            raise ExpectedFileError(f"{where}: 'issue' must be an issue number")
-        if not isinstance(flaky, bool):
-            raise ExpectedFileError(f"{where}: 'flaky' must be true or false")
-        entries[test_id] = Expectation(reason.strip(), issue, flaky)
-    return entries
+        candidates = []
+        for entry in versions.variants(value):
+            exp = _parse_entry(where, entry)
+            spec = versions.parse(exp.python) if exp.python is not None else None
+            candidates.append((spec, exp))
+        try:
+            applying = versions.pick(test_id, candidates, version)
+        except ValueError as exc:
+            raise ExpectedFileError(f"{path}: {exc}") from None
+        if applying is not None:
+            result.entries[test_id] = applying
+        result.other_versions += [(test_id, exp) for _, exp in candidates if exp is not applying]
+    return result
+
+
+def _parse_entry(where: str, entry: Any) -> Expectation:
+    if not isinstance(entry, dict):
+        raise ExpectedFileError(f"{where}: expected a table (or an array of tables)")
+    if unknown := set(entry) - _KEYS:
+        raise ExpectedFileError(f"{where}: unknown keys {sorted(unknown)}")
+    reason, issue, flaky = entry.get("reason"), entry.get("issue"), entry.get("flaky", False)
+    python = entry.get("python")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ExpectedFileError(f"{where}: 'reason' must be a non-empty string")
+    if not isinstance(issue, int) or isinstance(issue, bool) or issue < 0:
+        raise ExpectedFileError(f"{where}: 'issue' must be an issue number")
+    if not isinstance(flaky, bool):
+        raise ExpectedFileError(f"{where}: 'flaky' must be true or false")
+    if python is not None:
+        try:
+            versions.parse(python)
+        except ValueError as exc:
+            raise ExpectedFileError(f"{where}: {exc}") from None
+    return Expectation(reason.strip(), issue, flaky, python)
 
 
 @dataclasses.dataclass
@@ -133,37 +170,49 @@ def _toml_string(text: str) -> str:
 def write_draft(
     path: Path,
     records: dict[str, TestRecord],
-    expectations: dict[str, Expectation],
+    expected_file: ExpectedFile,
     modules_run: set[str],
 ) -> int:
     """Write an expected-failures file for the current failures; returns the entry count.
 
     Existing entries are kept for tests that still fail, for flaky tests that
-    ran, and for modules not run this time. New entries get reason "TODO" and
-    a comment with the failure.
+    ran, for modules not run this time and for other Python versions. New
+    entries get reason "TODO", ``python`` = the running X.Y, and a comment
+    with the failure.
     """
-    entries: dict[str, tuple[Expectation, str]] = {}
+    expectations = expected_file.entries
+    current: dict[str, tuple[Expectation, str]] = {}
     for test_id, exp in expectations.items():
         if module_of(test_id) not in modules_run or (exp.flaky and test_id in records):
-            entries[test_id] = (exp, "")
+            current[test_id] = (exp, "")
     for record in records.values():
         if record.outcome not in FAILING:
             continue
         if record.id in expectations:
-            entries[record.id] = (expectations[record.id], "")
+            current[record.id] = (expectations[record.id], "")
         else:
             issue = 4 if module_of(record.id) in TRANSPORT_MODULES else 0
-            entries[record.id] = (Expectation("TODO", issue), f"{record.outcome}: {record.summary}")
+            draft = Expectation("TODO", issue, python=versions.running_label())
+            current[record.id] = (draft, f"{record.outcome}: {record.summary}")
+    per_id: dict[str, list[tuple[Expectation, str]]] = {}
+    for test_id, exp in expected_file.other_versions:
+        per_id.setdefault(test_id, []).append((exp, ""))
+    for test_id, variant in current.items():
+        per_id.setdefault(test_id, []).append(variant)
     lines = [HEADER.rstrip("\n")]
-    for test_id in sorted(entries):
-        exp, comment = entries[test_id]
-        lines.append("")
-        if comment:
-            lines.append(f"# {comment}")
-        lines.append(f"[{_toml_string(test_id)}]")
-        lines.append(f"reason = {_toml_string(exp.reason)}")
-        lines.append(f"issue = {exp.issue}")
-        if exp.flaky:
-            lines.append("flaky = true")
+    for test_id in sorted(per_id):
+        variants = sorted(per_id[test_id], key=lambda v: json.dumps(v[0].python))
+        header = f"[[{_toml_string(test_id)}]]" if len(variants) > 1 else f"[{_toml_string(test_id)}]"
+        for exp, comment in variants:
+            lines.append("")
+            if comment:
+                lines.append(f"# {comment}")
+            lines.append(header)
+            lines.append(f"reason = {_toml_string(exp.reason)}")
+            lines.append(f"issue = {exp.issue}")
+            if exp.flaky:
+                lines.append("flaky = true")
+            if exp.python is not None:
+                lines.append(f"python = {json.dumps(exp.python)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return len(entries)
+    return sum(map(len, per_id.values()))

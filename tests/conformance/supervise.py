@@ -40,10 +40,12 @@ def _describe_exit(returncode: int) -> str:
 class ModuleJob:
     """One test module; call :meth:`start`, then :meth:`poll` until it returns True."""
 
-    def __init__(self, module: str, loop: str, work_dir: Path, timeout: float) -> None:
+    def __init__(self, module: str, loop: str, work_dir: Path, timeout: float, out_of_scope: bool = False) -> None:
         self.module = module
+        # Runs only the scope.toml-listed tests, for information (child --out-of-scope).
+        self.out_of_scope = out_of_scope
         self._loop = loop
-        self._dir = work_dir / module
+        self._dir = work_dir / (f"{module}.out-of-scope" if out_of_scope else module)
         self._timeout = timeout
         self.records: dict[str, TestRecord] = {}
         self.fixture_errors: list[TestRecord] = []
@@ -93,6 +95,7 @@ class ModuleJob:
                     str(self._attempt_path(self.attempts, "traceback")),
                     "--skip",
                     str(skip),
+                    *(["--out-of-scope"] if self.out_of_scope else []),
                 ],
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
