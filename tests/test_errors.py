@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import re
 import socket
+import sys
 
 import pytest
 
@@ -105,13 +106,24 @@ def test_run_until_complete_while_running_raises(loop):
     assert loop.run_until_complete(main()) == "checked"
 
 
-def test_running_a_loop_while_another_runs_in_the_thread_raises(loop, loop_impl):
+def test_running_a_loop_while_another_runs_in_the_thread_raises(loop, loop_impl, request):
+    if loop_impl is asyncio and (3, 13) <= sys.version_info < (3, 13, 3):
+        # 3.13.0 split run_forever() into _run_forever_setup() and
+        # _run_forever_cleanup() (gh-110771) and runs the cleanup even when
+        # the setup refused to start: the refused run_forever() unsets the
+        # thread's running loop (then run_until_complete() runs the other
+        # loop inside this one). Fixed in 3.13.3.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="CPython gh-130145: a refused run_forever() unsets the running loop (3.13.0-3.13.2)"))
     other = loop_impl.new_event_loop()
     try:
 
         async def main():
             with pytest.raises(RuntimeError, match=ANOTHER_RUNNING):
                 other.run_forever()
+            # The refused call left the running loop alone.
+            assert asyncio.get_running_loop() is loop
+            assert loop.is_running() and not other.is_running()
             coro = coro_func()
             try:
                 with pytest.raises(RuntimeError, match=ANOTHER_RUNNING):

@@ -244,13 +244,22 @@ def test_server_closed_with_clients_connected(loop):
             writer.write(b"hi\n")
             assert await reader.readline() == b"hi\n"
         server.close()
-        await server.wait_closed()
-        # The connections outlive their server; they work and close later.
+        closed = asyncio.ensure_future(server.wait_closed())
+        # The connections outlive server.close(): they still work.
         for reader, writer in clients:
             writer.write(b"still\n")
             assert await reader.readline() == b"still\n"
+        if sys.version_info >= (3, 12):
+            # 3.12 (gh-79033): wait_closed() also waits for the server's
+            # connections to close.
+            assert not closed.done()
+        else:
+            # 3.11: wait_closed() returns once the server is closed.
+            assert closed.done()
+        for reader, writer in clients:
             writer.close()
             await writer.wait_closed()
+        await asyncio.wait_for(closed, 5)
 
     assert_no_fd_growth(loop, workload)
 
@@ -342,15 +351,34 @@ def test_datagram_endpoints(loop, tmp_path):
     assert_no_fd_growth(loop, workload)
 
 
+def _asyncio_watches_children_with_pidfds() -> bool:
+    """3.12 (gh-98023) made PidfdChildWatcher asyncio's default child
+    watcher where os.pidfd_open() works; 3.11 used ThreadedChildWatcher."""
+    if sys.version_info < (3, 12):
+        return False
+    from asyncio import unix_events
+
+    return unix_events.can_use_pidfd()
+
+
 # The Popen object never hears of the exit that a watcher thread reaped:
 # "subprocess N is still running" when it is collected (on both loops).
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_loop_closed_while_a_child_runs(loop, caplog):
+def test_loop_closed_while_a_child_runs(loop, loop_impl, caplog, request):
     """The loop is closed before it learns that its child exited (the
     transport killed it, nobody waited): the child is still reaped
-    (asyncio's watcher thread warns "Loop ... that handles pid ... is
-    closed"; ferroloop does the same) and ferroloop's pidfd for it is not
-    left open."""
+    (asyncio's ThreadedChildWatcher thread warns "Loop ... that handles
+    pid ... is closed"; ferroloop does the same) and ferroloop's pidfd for
+    it is not left open."""
+    if loop_impl is asyncio and _asyncio_watches_children_with_pidfds():
+        # PidfdChildWatcher (the default since 3.12, gh-98023) waits for the
+        # child from the loop, with a pidfd reader: once the loop is closed
+        # nothing reaps the child (a zombie, no warning) and the pidfd stays
+        # open. ferroloop keeps reaping it and closing its pidfd.
+        request.applymarker(pytest.mark.xfail(
+            strict=True,
+            reason="asyncio 3.12+ PidfdChildWatcher: a child outliving its closed loop "
+                   "is never reaped and its pidfd stays open (gh-98023 made it the default)"))
 
     class Proto(asyncio.SubprocessProtocol):
         pass

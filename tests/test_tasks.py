@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
+import sys
 
 import pytest
 
@@ -103,6 +104,24 @@ def test_many_tasks(loop):
     assert loop.run_until_complete(main()) == [i * 2 for i in range(1000)]
 
 
+# What BaseEventLoop.create_task() passes a custom task factory. Up to
+# 3.13.2, and again from 3.13.4 on (gh-133745 restored that contract for
+# 3.13): factory(loop, coro), or factory(loop, coro, context=ctx) when given
+# a context, and create_task() names the task afterwards. 3.13.3 (gh-128308,
+# backported by mistake) and 3.14 pass create_task()'s keyword arguments,
+# name= included, on to the factory.
+FACTORY_GETS_NAME = sys.version_info[:3] == (3, 13, 3) or sys.version_info >= (3, 14)
+
+
+def factory_kwargs(*, name=None, context=None) -> dict:
+    kwargs = {}
+    if name is not None and FACTORY_GETS_NAME:
+        kwargs["name"] = name
+    if context is not None:
+        kwargs["context"] = context
+    return kwargs
+
+
 def test_task_factory(loop):
     created = []
 
@@ -117,20 +136,43 @@ def test_task_factory(loop):
 
     task = loop.create_task(double(1), name="factory-made")
     assert loop.run_until_complete(task) == 2
-    assert created == [(loop, task, {})]
+    assert created == [(loop, task, factory_kwargs(name="factory-made"))]
     assert task.get_name() == "factory-made"
 
     # With a context the factory is given it as a keyword argument.
     ctx = contextvars.copy_context()
     task = loop.create_task(double(2), context=ctx)
     assert loop.run_until_complete(task) == 4
-    assert created[-1] == (loop, task, {"context": ctx})
+    assert created[-1] == (loop, task, factory_kwargs(context=ctx))
+    task = loop.create_task(double(2), name="with-context", context=ctx)
+    loop.run_until_complete(task)
+    assert created[-1] == (loop, task, factory_kwargs(name="with-context", context=ctx))
+    assert task.get_name() == "with-context"
 
     # Coroutines wrapped by asyncio itself go through the factory too.
     loop.run_until_complete(double(3))
-    assert len(created) == 3
+    assert len(created) == 4
+    assert created[-1][2] == {}
 
     loop.set_task_factory(None)
     assert loop.get_task_factory() is None
     loop.run_until_complete(loop.create_task(double(4)))
-    assert len(created) == 3
+    assert len(created) == 4
+
+
+def test_task_factory_name_of_an_unnamed_task(loop):
+    """create_task() without a name leaves the name the factory's task
+    chose, except on 3.13.0-3.13.2: those call task.set_name(name) even when
+    name is None, so the task is called "None" (CPython gh-130033, gone in
+    3.13.3). ferroloop follows the running version, bug included."""
+
+    def factory(loop_arg, coro, **kwargs):
+        task = asyncio.Task(coro, loop=loop_arg, **kwargs)
+        task.set_name("named-by-the-factory")
+        return task
+
+    loop.set_task_factory(factory)
+    task = loop.create_task(double(1))
+    loop.run_until_complete(task)
+    expected = "None" if (3, 13) <= sys.version_info < (3, 13, 3) else "named-by-the-factory"
+    assert task.get_name() == expected

@@ -33,17 +33,29 @@ LOW = 16 * 1024
 CHUNK_SIZES = (1, 1000, 4096, 65_537, 131_072, 300_007, 1 * MIB + 3)
 
 
+def socket_write_copies(impl) -> bool:
+    """Whether a socket transport's write() copies what it cannot send at
+    once, so that the caller may reuse its buffer as soon as write()
+    returns. asyncio's did up to 3.11; since 3.12 (gh-91166, zero-copy
+    writes) it keeps a view of the caller's buffer until the bytes are
+    sent, so reusing the buffer changes what goes out. ferroloop copies on
+    every version. (asyncio's pipe transports copy on every version.)"""
+    return impl is not asyncio or sys.version_info < (3, 12)
+
+
 class ChunkSource:
     """Deterministic pseudo-random chunks of varying size, drawn from one
     random block at shifting offsets, so reordered, lost or duplicated bytes
-    change the hash. ``fill()`` rewrites the same bytearray each time: a
-    transport that kept a reference instead of copying would send the
-    wrong bytes."""
+    change the hash. With ``reuse`` (the default), ``fill()`` rewrites the
+    same bytearray each time: a transport that kept a reference instead of
+    copying would send the wrong bytes. Without it each chunk is a view of
+    a new bytearray."""
 
-    def __init__(self, total: int, seed: int = 1) -> None:
+    def __init__(self, total: int, seed: int = 1, *, reuse: bool = True) -> None:
         self.remaining = total
         self.rng = random.Random(seed)
         self.block = random.Random(seed).randbytes(2 * MIB + max(CHUNK_SIZES))
+        self.reuse = reuse
         self.scratch = bytearray(max(CHUNK_SIZES))
         self.digest = hashlib.sha256()
 
@@ -52,7 +64,8 @@ class ChunkSource:
             return None
         size = min(self.remaining, self.rng.choice(CHUNK_SIZES))
         start = self.rng.randrange(2 * MIB)
-        view = memoryview(self.scratch)[:size]
+        scratch = self.scratch if self.reuse else bytearray(size)
+        view = memoryview(scratch)[:size]
         view[:] = self.block[start:start + size]
         self.remaining -= size
         self.digest.update(view)
@@ -63,8 +76,8 @@ class FlowCheckingSender(asyncio.Protocol):
     """Writes ``total`` bytes as fast as flow control allows, checking the
     water marks after every write and that pause/resume alternate."""
 
-    def __init__(self, total: int, done: asyncio.Future) -> None:
-        self.source = ChunkSource(total)
+    def __init__(self, total: int, done: asyncio.Future, *, reuse: bool = True) -> None:
+        self.source = ChunkSource(total, reuse=reuse)
         self.done = done
         self.paused = False
         self.events: list[str] = []
@@ -197,10 +210,11 @@ async def _connect(loop, family, factory, address):
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("receiver", ["protocol", "buffered"])
 @pytest.mark.parametrize("family", ["tcp", "unix"])
-def test_large_transfer_protocol_flow_control(loop, family, receiver, tmp_path):
+def test_large_transfer_protocol_flow_control(loop, loop_impl, family, receiver, tmp_path):
     """64 MiB from a client Protocol to a server Protocol: every byte arrives
     in order, the sender's buffer never exceeds the high water mark by more
-    than the write that crossed it, pause/resume alternate."""
+    than the write that crossed it, pause/resume alternate. The sender
+    reuses its buffer where the transport copies (socket_write_copies)."""
 
     async def main():
         received = loop.create_future()
@@ -213,7 +227,7 @@ def test_large_transfer_protocol_flow_control(loop, family, receiver, tmp_path):
             return proto
 
         server, address = await _make_server(loop, family, make_receiver, tmp_path)
-        sender = FlowCheckingSender(TOTAL, sent)
+        sender = FlowCheckingSender(TOTAL, sent, reuse=socket_write_copies(loop_impl))
         transport, _ = await _connect(loop, family, lambda: sender, address)
         server_exc = await asyncio.wait_for(received, 40)
         transport.close()
@@ -240,10 +254,12 @@ def test_large_transfer_protocol_flow_control(loop, family, receiver, tmp_path):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("family", ["tcp", "unix"])
-def test_large_transfer_streams_drain(loop, family, tmp_path):
+def test_large_transfer_streams_drain(loop, loop_impl, family, tmp_path):
     """64 MiB each way through asyncio's streams on top of the transports:
     the client writes with drain(), the server echoes it back through its
-    own drain(), both ends hash."""
+    own drain(), both ends hash. drain() returns at the low water mark, with
+    bytes still buffered: the client reuses its buffer only where the
+    transport copies (socket_write_copies)."""
     limits = {}
 
     async def echo(reader, writer):
@@ -278,7 +294,7 @@ def test_large_transfer_streams_drain(loop, family, tmp_path):
                 back_count += len(data)
 
         reading = asyncio.create_task(read_back())
-        source = ChunkSource(TOTAL, seed=7)
+        source = ChunkSource(TOTAL, seed=7, reuse=socket_write_copies(loop_impl))
         worst = 0
         while (chunk := source.fill()) is not None:
             writer.write(chunk)
@@ -382,11 +398,23 @@ def test_many_concurrent_subprocesses(loop):
     assert loop.run_until_complete(main()) == [True] * children
 
 
+# What a queued datagram adds to get_write_buffer_size() beyond its bytes:
+# 8 header bytes since 3.13 (gh-113812).
+DATAGRAM_HEADER = 8 if sys.version_info >= (3, 13) else 0
+
+
 @pytest.mark.timeout(60)
-def test_unix_datagrams_with_flow_control(loop, tmp_path):
+def test_unix_datagrams_with_flow_control(loop, loop_impl, tmp_path, request):
     """20,000 Unix datagrams (reliable, ordered): sends queue up when the
     receiver's queue is full, the sender pauses and resumes, every datagram
     arrives once and in order."""
+    if loop_impl is asyncio and (3, 13) <= sys.version_info < (3, 13, 6):
+        # 3.13.0 counts 8 header bytes per queued datagram in the write
+        # buffer size but never takes them off again when it sends one: the
+        # size never falls to the low water mark, resume_writing() never
+        # comes and the sender stalls. Fixed in 3.13.6.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="CPython gh-135444: DatagramTransport buffer size accounting (3.13.0-3.13.5)"))
     count = 20_000
     path = str(tmp_path / "dgram.sock")
 
@@ -429,7 +457,7 @@ def test_unix_datagrams_with_flow_control(loop, tmp_path):
                 self.digest.update(data)
                 self.transport.sendto(data)
                 self.next += 1
-                if self.transport.get_write_buffer_size() > HIGH + len(data):
+                if self.transport.get_write_buffer_size() > HIGH + len(data) + DATAGRAM_HEADER:
                     self.problems.append("buffer beyond the high water mark plus one datagram")
 
         def pause_writing(self):
@@ -447,7 +475,13 @@ def test_unix_datagrams_with_flow_control(loop, tmp_path):
     async def main():
         rtransport, receiver = await loop.create_datagram_endpoint(Receiver, local_addr=path, family=socket.AF_UNIX)
         stransport, sender = await loop.create_datagram_endpoint(Sender, remote_addr=path, family=socket.AF_UNIX)
-        await asyncio.wait_for(receiver.done, 40)
+        # Fail at the first stall (no datagram for 5 s), not at the test's timeout.
+        while not receiver.done.done():
+            before = receiver.expected
+            await asyncio.wait([receiver.done], timeout=5)
+            assert receiver.expected > before or receiver.done.done(), (
+                f"stalled after {before} datagrams: sender paused={sender.paused}, "
+                f"buffered={stransport.get_write_buffer_size()}, events={sender.events[-4:]}")
         stransport.close()
         rtransport.close()
         await asyncio.sleep(0)
@@ -556,7 +590,7 @@ served = []
 def handler(loop, context):
     exc = context.get("exception")
     reports.append({"message": context.get("message"), "errno": getattr(exc, "errno", None),
-                    "socket": "socket" in context, "at": loop.time()})
+                    "exception": repr(exc), "socket": "socket" in context, "at": loop.time()})
 
 
 class Echo(asyncio.Protocol):
@@ -638,7 +672,7 @@ def test_accept_out_of_file_descriptors(loop_impl):
     reports = result["reports"]
     assert reports, "no exception handler call for EMFILE"
     for report in reports:
-        assert report["message"] == "socket.accept() out of system resource"
+        assert report["message"] == "socket.accept() out of system resource", report
         assert report["errno"] == 24  # EMFILE
         assert report["socket"]
     # Reports come in bursts, one burst per retry (every ~1 s while

@@ -110,17 +110,22 @@ pub fn run_in_context<'py>(
     }
     // SAFETY: `context` is an exact Context. Enter fails (returns -1 with
     // RuntimeError set) if it is already entered; Exit is called exactly once
-    // after a successful Enter, after the call's error (if any) was fetched.
+    // after a successful Enter, right after the call and before its error
+    // (if any) is fetched: fetching a PyO3 `PanicException` resumes the
+    // panic in Rust, which must not unwind past an entered context (as
+    // CPython's own `Context.run`, Exit runs with the error still set).
     unsafe {
         if ffi::PyContext_Enter(context.as_ptr()) < 0 {
             return Err(PyErr::fetch(py));
         }
         let raw = ffi::PyObject_Call(func.as_ptr(), args.as_ptr(), std::ptr::null_mut());
-        let result = Bound::from_owned_ptr_or_err(py, raw);
         if ffi::PyContext_Exit(context.as_ptr()) < 0 {
+            if !raw.is_null() {
+                ffi::Py_DECREF(raw);
+            }
             return Err(PyErr::fetch(py));
         }
-        result.map(drop)
+        Bound::from_owned_ptr_or_err(py, raw).map(drop)
     }
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 
 import httpx
 
@@ -162,3 +163,108 @@ def test_fastapi_concurrent_clients(start_server):
         return [r.json()["item_id"] for r in results]
 
     assert asyncio.run(main()) == list(range(100))
+
+
+# --------------------------------------------------------------------------
+# The request's task (the server's native AppTask) keeps the cancellation
+# books the way the running version's asyncio.Task does: each scenario runs
+# once in the request's own task and once in an asyncio.Task the app creates,
+# and both must end the same way.
+
+
+async def _cancel_then_uncancel():
+    # 3.13 (gh-116720): an uncancel() that brings cancelling() back to 0
+    # also withdraws a cancel() made while the task was running; up to 3.12
+    # the CancelledError still comes at the next await.
+    task = asyncio.current_task()
+    task.cancel()
+    task.uncancel()
+    try:
+        await asyncio.sleep(0)
+    except asyncio.CancelledError:
+        task.uncancel()
+        return f"CancelledError, cancelling={task.cancelling()}"
+    return f"not cancelled, cancelling={task.cancelling()}"
+
+
+async def _timeout_expires():
+    try:
+        async with asyncio.timeout(0.01):
+            await asyncio.sleep(5)
+    except TimeoutError:
+        return f"TimeoutError, cancelling={asyncio.current_task().cancelling()}"
+    return "no timeout"
+
+
+async def _task_group_child_fails():
+    async def fail():
+        raise ValueError("child")
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(fail())
+            await asyncio.sleep(5)
+    except ExceptionGroup as eg:
+        return f"{eg.exceptions!r}, cancelling={asyncio.current_task().cancelling()}"
+    return "no error"
+
+
+async def _task_group_in_an_expiring_timeout():
+    try:
+        async with asyncio.timeout(0.01):
+            async with asyncio.TaskGroup() as group:
+                group.create_task(asyncio.sleep(5))
+                await asyncio.sleep(5)
+    except TimeoutError:
+        return f"TimeoutError, cancelling={asyncio.current_task().cancelling()}"
+    return "no timeout"
+
+
+async def _anyio_cancel_scopes():
+    import anyio
+
+    out = []
+    with anyio.move_on_after(0.01) as scope:
+        await anyio.sleep(5)
+    out.append(f"move_on_after caught={scope.cancelled_caught}")
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await anyio.sleep(0)
+    out.append(f"cancel() caught={scope.cancelled_caught}")
+    async with anyio.create_task_group() as group:
+        group.start_soon(anyio.sleep, 0.001)
+    out.append(f"to_thread={await anyio.to_thread.run_sync(lambda: 42)}")
+    out.append(f"cancelling={asyncio.current_task().cancelling()}")
+    return ", ".join(out)
+
+
+CANCELLATION_SCENARIOS = {f.__name__: f for f in (
+    _cancel_then_uncancel, _timeout_expires, _task_group_child_fails,
+    _task_group_in_an_expiring_timeout, _anyio_cancel_scopes)}
+
+
+async def _cancellation_app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    scenario = CANCELLATION_SCENARIOS[scope["path"].strip("/")]
+    outcomes = {}
+    for where in ("request task", "asyncio.Task"):
+        try:
+            if where == "request task":
+                outcomes[where] = await scenario()
+            else:
+                outcomes[where] = await asyncio.get_running_loop().create_task(scenario())
+        except BaseException as exc:  # noqa: BLE001 - reported to the test
+            outcomes[where] = f"raised {exc!r}"
+    body = json.dumps(outcomes).encode()
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def test_request_task_cancellation_matches_asyncio_task(start_server):
+    srv = start_server(_cancellation_app, lifespan="off")
+    with httpx.Client(base_url=srv.url, timeout=10) as client:
+        outcomes = {name: client.get(f"/{name}").json() for name in CANCELLATION_SCENARIOS}
+    differing = {name: o for name, o in outcomes.items() if o["request task"] != o["asyncio.Task"]}
+    assert not differing, differing

@@ -313,8 +313,10 @@ def test_slow_body_closed_and_app_gets_disconnect(start_server):
     events = []
     srv = start_server(_disconnect_recording_app(events), min_body_rate=1000, body_rate_grace=0.5, lifespan="off")
     with srv.raw() as conn:
-        conn.send(request_bytes("POST", "/", headers=[("Content-Length", "100000")]))
+        # Timed from before the head is sent: the server's grace period
+        # cannot start earlier, however late this thread runs again.
         started = time.monotonic()
+        conn.send(request_bytes("POST", "/", headers=[("Content-Length", "100000")]))
         try:
             while time.monotonic() - started < 6 and not conn.wait_closed(0.1):
                 conn.send(b"s" * 10)  # ~100 B/s

@@ -20,6 +20,7 @@ use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 enum Outcome {
     Pending,
@@ -186,7 +187,10 @@ impl AppTask {
         let stepped = match entered {
             Err(e) => Stepped::Raised(e),
             Ok(_) => {
-                let stepped = match exc {
+                // A PyO3 panic raised inside the step resumes as a Rust
+                // panic when its error is fetched: catch it so the task is
+                // left and the context exited, then let it go on.
+                let stepped = catch_unwind(AssertUnwindSafe(|| match exc {
                     None => {
                         let mut result: *mut ffi::PyObject = std::ptr::null_mut();
                         // SAFETY: `coro` is live; PyIter_Send returns a new
@@ -213,12 +217,14 @@ impl AppTask {
                     Some(exc) => match coro.call_method1(intern!(py, "throw"), (exc,)) {
                         Ok(obj) => Stepped::Yielded(obj.unbind()),
                         Err(e) if e.is_instance_of::<pyo3::exceptions::PyStopIteration>(py) => {
-                            let value = e.value(py).getattr(intern!(py, "value"))?;
-                            Stepped::Returned(value.unbind())
+                            match e.value(py).getattr(intern!(py, "value")) {
+                                Ok(value) => Stepped::Returned(value.unbind()),
+                                Err(e) => Stepped::Raised(e),
+                            }
                         }
                         Err(e) => Stepped::Raised(e),
                     },
-                };
+                }));
                 let left = pyapi::leave_task(py).and_then(|f| {
                     pyapi::vectorcall(f, &[event_loop.as_any(), slf.as_any()], None, &[])
                 });
@@ -227,7 +233,14 @@ impl AppTask {
                     unsafe { ffi::PyContext_Exit(context.as_ptr()) };
                     return Err(e);
                 }
-                stepped
+                match stepped {
+                    Ok(stepped) => stepped,
+                    Err(panic) => {
+                        // SAFETY: balance the Enter above before unwinding.
+                        unsafe { ffi::PyContext_Exit(context.as_ptr()) };
+                        std::panic::resume_unwind(panic);
+                    }
+                }
             }
         };
         // SAFETY: matches the successful Enter above.
@@ -323,7 +336,9 @@ impl AppTask {
 
     fn finish(slf: &Bound<'_, Self>, outcome: Outcome) -> PyResult<()> {
         let py = slf.py();
-        let (callbacks, conn, exchange, event_loop, coro) = {
+        // The finished coroutine stays (`get_coro()` returns it, as on a
+        // Task); its frame is already gone.
+        let (callbacks, conn, exchange, event_loop) = {
             let mut me = slf.borrow_mut();
             me.outcome = outcome;
             me.fut_waiter = None;
@@ -332,10 +347,8 @@ impl AppTask {
                 me.conn.take(),
                 me.exchange,
                 me.event_loop.clone_ref(py),
-                me.coro.take(),
             )
         };
-        drop(coro);
         // The wakeup bound method refers back to the task: break the cycle.
         let wakeup = slf.borrow_mut().wakeup.take();
         drop(wakeup);
@@ -439,6 +452,11 @@ impl AppTask {
     fn uncancel(&mut self) -> u64 {
         if self.cancels_requested > 0 {
             self.cancels_requested -= 1;
+            // 3.13's Task also withdraws a cancellation not yet delivered
+            // when the count returns to zero (CPython gh-116720).
+            if cfg!(Py_3_13) && self.cancels_requested == 0 {
+                self.must_cancel = false;
+            }
         }
         self.cancels_requested
     }

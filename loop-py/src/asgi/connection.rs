@@ -862,7 +862,7 @@ impl HttpConnection {
     }
 
     /// The periodic check: deadlines and the request-body rate.
-    pub(super) fn check_timers(slf: &Bound<'_, Self>, now: f64, elapsed: f64) -> PyResult<()> {
+    pub(super) fn check_timers(slf: &Bound<'_, Self>, now: f64) -> PyResult<()> {
         enum Act {
             Nothing,
             Close,
@@ -874,15 +874,18 @@ impl HttpConnection {
             let settings = me.settings.clone();
             let reading_body = me.phase == Phase::Active && me.parser.in_body() && me.reading;
             let mut act = Act::Nothing;
-            if reading_body {
-                if let (Some(rate), Some(ex)) = (settings.min_body_rate, me.exchange.as_mut()) {
-                    if !ex.body_done {
-                        ex.body_wait += elapsed;
-                        let received = me.parser.body_received() as f64;
-                        if ex.body_wait > settings.body_rate_grace && received < rate * ex.body_wait
-                        {
-                            act = Act::Close;
-                        }
+            if !reading_body {
+                if let Some(ex) = me.exchange.as_mut() {
+                    ex.body_checked_at = None;
+                }
+            } else if let (Some(rate), Some(ex)) = (settings.min_body_rate, me.exchange.as_mut()) {
+                if !ex.body_done {
+                    if let Some(checked) = ex.body_checked_at.replace(now) {
+                        ex.body_wait += now - checked;
+                    }
+                    let received = me.parser.body_received() as f64;
+                    if ex.body_wait > settings.body_rate_grace && received < rate * ex.body_wait {
+                        act = Act::Close;
                     }
                 }
             }

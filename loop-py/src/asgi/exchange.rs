@@ -48,6 +48,10 @@ pub(super) struct Exchange {
     pub disconnected: bool,
     /// Seconds spent waiting for body bytes (the body-rate rule).
     pub body_wait: f64,
+    /// When the sweep last saw the server waiting for body bytes; `None`
+    /// while it is not (the first sweep of a wait credits nothing, so the
+    /// rule never fires before its grace period).
+    pub body_checked_at: Option<f64>,
 }
 
 impl Exchange {
@@ -72,6 +76,7 @@ impl Exchange {
             task: None,
             disconnected: false,
             body_wait: 0.0,
+            body_checked_at: None,
         }
     }
 

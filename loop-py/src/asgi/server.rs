@@ -43,7 +43,6 @@ pub struct HttpServer {
     pub(super) tasks: usize,
     pub(super) draining: bool,
     sweep: Option<Py<PyAny>>,
-    last_sweep: f64,
     warned_fds: bool,
     /// Connections whose finished responses go out at the end of the tick.
     corked: Vec<Py<HttpConnection>>,
@@ -420,7 +419,6 @@ impl HttpServer {
             tasks: 0,
             draining: false,
             sweep: None,
-            last_sweep: clock::monotonic(),
             warned_fds: false,
             corked: Vec::new(),
         })
@@ -520,15 +518,11 @@ impl HttpServer {
     fn _sweep(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let now = clock::monotonic();
-        let elapsed = {
-            let mut me = slf.borrow_mut();
-            me.sweep = None;
-            now - std::mem::replace(&mut me.last_sweep, now)
-        };
+        slf.borrow_mut().sweep = None;
         Self::schedule_sweep(slf)?;
         let conns = slf.borrow().connections(py);
         for conn in conns {
-            if let Err(err) = HttpConnection::check_timers(conn.bind(py), now, elapsed) {
+            if let Err(err) = HttpConnection::check_timers(conn.bind(py), now) {
                 // One connection's failure must not stop every timeout.
                 Self::log_app_error(slf, &err)?;
                 let _ = HttpConnection::abort(conn.bind(py));
