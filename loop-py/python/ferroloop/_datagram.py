@@ -8,6 +8,7 @@ import asyncio
 import collections
 import logging
 import socket
+import sys
 from typing import Any, Callable
 
 from ._streams import remove_stale_unix_socket
@@ -16,6 +17,26 @@ from ._transport import LOG_THRESHOLD_FOR_CONNLOST_WRITES, SocketTransportBase, 
 logger = logging.getLogger("asyncio")
 
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
+
+# create_datagram_endpoint(sock=...): since gh-114887 (3.13, 3.12.2, 3.11.8)
+# asyncio rejects only stream sockets and says "datagram"; before, it wanted
+# exactly SOCK_DGRAM and said "UDP".
+if sys.version_info >= (3, 12, 2) or (3, 11, 8) <= sys.version_info < (3, 12):
+    def _not_datagram(sock: socket.socket) -> bool:
+        return sock.type == socket.SOCK_STREAM
+    _NOT_DATAGRAM_MESSAGE = "A datagram socket was expected, got {!r}"
+else:
+    def _not_datagram(sock: socket.socket) -> bool:
+        return sock.type != socket.SOCK_DGRAM
+    _NOT_DATAGRAM_MESSAGE = "A UDP Socket was expected, got {!r}"
+
+# Since 3.13 (gh-113812) empty datagrams are sent (up to 3.12 sendto()
+# drops them) and each queued datagram counts 8 header bytes in the write
+# buffer size, so that empty ones fill it too. (3.13.0 forgets to take the
+# header off again once sent, gh-135444; fixed in later patch releases and
+# here.)
+_DROP_EMPTY_DATAGRAMS = sys.version_info < (3, 13)
+_HEADER_SIZE = 8 if sys.version_info >= (3, 13) else 0
 
 
 class DatagramTransport(SocketTransportBase, asyncio.DatagramTransport, asyncio.Transport):
@@ -28,6 +49,11 @@ class DatagramTransport(SocketTransportBase, asyncio.DatagramTransport, asyncio.
         self._init_socket(loop, sock)
         self.set_protocol(protocol)
         self._address = address
+        # A connected socket sends with send(). asyncio tests the peername
+        # for truth, which takes a socket connected to an unnamed Unix
+        # socket (a socketpair: peername '') for unconnected and fails in
+        # sendto(data, None); uvloop sends on it, and so does this.
+        self._connected = self._extra["peername"] is not None
         self._buffer: collections.deque[tuple[bytes, Any]] = collections.deque()
         self._buffer_size = 0
         loop._transports[self._sock_fd] = self
@@ -75,18 +101,23 @@ class DatagramTransport(SocketTransportBase, asyncio.DatagramTransport, asyncio.
     def sendto(self, data: Any, addr: Any = None) -> None:
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"data argument must be a bytes-like object, not {type(data).__name__!r}")
+        if _DROP_EMPTY_DATAGRAMS and not data:
+            return
         if self._address:
             if addr not in (None, self._address):
                 raise ValueError(f"Invalid address: must be None or {self._address}")
             addr = self._address
-        if self._conn_lost and self._address:
+        # asyncio drops sends of a lost connected endpoint; an unconnected
+        # one keeps sending until its socket is gone, and then fails with an
+        # AttributeError out of sendto() (uvloop drops those too).
+        if self._conn_lost and (self._address or self._sock is None):
             if self._conn_lost >= LOG_THRESHOLD_FOR_CONNLOST_WRITES:
                 logger.warning("socket.send() raised exception.")
             self._conn_lost += 1
             return
         if not self._buffer:
             try:
-                if self._extra["peername"]:
+                if self._connected:
                     self._sock.send(data)  # type: ignore[union-attr]
                 else:
                     self._sock.sendto(data, addr)  # type: ignore[union-attr]
@@ -102,21 +133,21 @@ class DatagramTransport(SocketTransportBase, asyncio.DatagramTransport, asyncio.
                 self._fatal_error(exc, "Fatal write error on datagram transport")
                 return
         self._buffer.append((bytes(data), addr))
-        self._buffer_size += len(data)
+        self._buffer_size += len(data) + _HEADER_SIZE
         self._maybe_pause_protocol()
 
     def _sendto_ready(self) -> None:
         while self._buffer:
             data, addr = self._buffer.popleft()
-            self._buffer_size -= len(data)
+            self._buffer_size -= len(data) + _HEADER_SIZE
             try:
-                if self._extra["peername"]:
+                if self._connected:
                     self._sock.send(data)  # type: ignore[union-attr]
                 else:
                     self._sock.sendto(data, addr)  # type: ignore[union-attr]
             except _WOULD_BLOCK:
                 self._buffer.appendleft((data, addr))
-                self._buffer_size += len(data)
+                self._buffer_size += len(data) + _HEADER_SIZE
                 break
             except OSError as exc:
                 self._protocol.error_received(exc)
@@ -147,8 +178,8 @@ class DatagramOps:
         loop: Any = self
         r_addr = None
         if sock is not None:
-            if sock.type == socket.SOCK_STREAM:
-                raise ValueError(f"A UDP Socket was expected, got {sock!r}")
+            if _not_datagram(sock):
+                raise ValueError(_NOT_DATAGRAM_MESSAGE.format(sock))
             modifiers = {"local_addr": local_addr, "remote_addr": remote_addr, "family": family, "proto": proto,
                          "flags": flags, "reuse_port": reuse_port, "allow_broadcast": allow_broadcast}
             if any(modifiers.values()):

@@ -86,9 +86,9 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
     # ``loop._default_executor``); each here means what asyncio's does.
     # Plain attributes set in __init__ already: _thread_id,
     # _default_executor, _executor_shutdown_called, _asyncgens,
-    # _asyncgens_shutdown_called, _exception_handler. Not provided:
-    # _ready/_scheduled (the queues are native: there is no deque or heap
-    # to show) and _stopping (the native stop flag is not exposed).
+    # _asyncgens_shutdown_called, _exception_handler; native: _stopping,
+    # _task_factory. Not provided: _ready/_scheduled (the queues are
+    # native: there is no deque or heap to show).
 
     @property
     def _closed(self) -> bool:
@@ -103,12 +103,6 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         # Like assigning asyncio's attribute: the flag alone (set_debug()
         # also switches a running loop's coroutine origin tracking).
         _native.Loop.set_debug(self, bool(enabled))
-
-    if not hasattr(_native.Loop, "_task_factory"):  # native from the next build on
-
-        @property
-        def _task_factory(self) -> Callable[..., Any] | None:
-            return self.get_task_factory()
 
     # -- end of private attributes asyncio's loop has ---------------------
 

@@ -89,9 +89,15 @@ class ReadPipeTransport(_PipeTransport, asyncio.ReadTransport):
             raise ValueError("Pipe transport is for pipes/sockets only.")
         os.set_blocking(self._fileno, False)
         loop.call_soon(protocol.connection_made, self)
-        loop.call_soon(loop._add_reader, self._fileno, self._read_ready)
+        # Reading starts after connection_made(), unless that paused or
+        # closed the transport (asyncio's rule).
+        loop.call_soon(self._start_reading)
         if waiter is not None:
             loop.call_soon(_set_result_unless_cancelled, waiter, None)
+
+    def _start_reading(self) -> None:
+        if self.is_reading():
+            self._loop._add_reader(self._fileno, self._read_ready)
 
     def _read_ready(self) -> None:
         try:
@@ -142,7 +148,10 @@ class ReadPipeTransport(_PipeTransport, asyncio.ReadTransport):
         self._loop.call_soon(self._call_connection_lost, exc)
 
 
-class WritePipeTransport(_PipeTransport, FlowControl, asyncio.WriteTransport):
+# An asyncio.Transport, not only a WriteTransport: asyncio's write pipe
+# transport is one (through _FlowControlMixin), so it is also a
+# ReadTransport whose pause_reading() raises NotImplementedError.
+class WritePipeTransport(_PipeTransport, FlowControl, asyncio.Transport):
     def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None, extra: dict[str, Any] | None = None) -> None:
         super().__init__(extra)
         self._extra["pipe"] = pipe

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 import threading
 from asyncio import base_subprocess
 from typing import Any, Callable
@@ -37,6 +38,24 @@ def _exit_code(pid: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+# How many loop iterations asyncio's default child watcher lets pass between
+# noticing the exit and calling the transport's ``_process_exited``: 3.11's
+# ThreadedChildWatcher does ``call_soon_threadsafe(call_soon, ...)`` ("skip
+# one iteration for callbacks to be executed"), 3.12+'s PidfdChildWatcher a
+# single ``call_soon_threadsafe``. The pipes' EOF takes as many hops to
+# become ``pipe_connection_lost``, so a child that writes and exits gets its
+# ``pipe_connection_lost`` calls before ``process_exited``, as on asyncio.
+_EXIT_HOPS = 2 if sys.version_info < (3, 12) else 1
+
+
+def _deliver_exit(loop: Any, on_exit: Callable[[int], object], returncode: int, threadsafe: bool) -> None:
+    call: Any = loop.call_soon_threadsafe if threadsafe else loop.call_soon
+    if _EXIT_HOPS == 2:
+        call(loop.call_soon, on_exit, returncode)
+    else:
+        call(on_exit, returncode)
+
+
 def watch_child(loop: Any, pid: int, on_exit: Callable[[int], object]) -> None:
     """Call ``on_exit(returncode)`` on the loop once child ``pid`` exits."""
     try:
@@ -51,7 +70,7 @@ def watch_child(loop: Any, pid: int, on_exit: Callable[[int], object]) -> None:
         del loop._child_pidfds[pidfd]
         loop._remove_reader(pidfd)
         os.close(pidfd)
-        on_exit(_exit_code(pid))
+        _deliver_exit(loop, on_exit, _exit_code(pid), threadsafe=False)
 
     loop._child_pidfds[pidfd] = pid
     loop._add_reader(pidfd, exited)
@@ -66,7 +85,7 @@ def _reap_in_thread(loop: Any, pid: int, on_exit: Callable[[int], object] | None
         if on_exit is None or loop.is_closed():
             logger.warning("Loop %r that handles pid %r is closed", loop, pid)
         else:
-            loop.call_soon_threadsafe(on_exit, returncode)
+            _deliver_exit(loop, on_exit, returncode, threadsafe=True)
 
     threading.Thread(target=wait, name=f"ferroloop-waitpid-{pid}", daemon=True).start()
 

@@ -445,6 +445,13 @@ impl Loop {
         self.get_task_factory(py)
     }
 
+    /// asyncio's private flag: `stop()` was called and the running loop
+    /// has not finished its iteration yet.
+    #[getter]
+    fn _stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
     fn set_task_factory(&self, factory: Option<Bound<'_, PyAny>>) -> PyResult<()> {
         let factory = factory.filter(|f| !f.is_none());
         if let Some(f) = &factory {
