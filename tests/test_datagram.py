@@ -170,3 +170,37 @@ def test_write_buffer_size_of_queued_datagrams(loop, tmp_path):
 
     with receiver:
         assert loop.run_until_complete(main()) == 100 + 0 + 1 + 1000 + 4 * header
+
+
+def test_pause_and_resume_reading(loop):
+    # asyncio's datagram transport is a _SelectorTransport: it pauses too.
+    received = []
+
+    class Proto(asyncio.DatagramProtocol):
+        def datagram_received(self, data, addr):
+            received.append(data)
+
+    async def main():
+        transport, _ = await loop.create_datagram_endpoint(Proto, local_addr=("127.0.0.1", 0))
+        addr = transport.get_extra_info("sockname")
+        sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            assert transport.is_reading()
+            transport.pause_reading()
+            assert not transport.is_reading()
+            sender.sendto(b"while paused", addr)
+            await asyncio.sleep(0.05)
+            assert received == []
+            transport.resume_reading()
+            assert transport.is_reading()
+            for _ in range(100):
+                if received:
+                    break
+                await asyncio.sleep(0.01)
+            assert received == [b"while paused"]
+            transport.close()
+            assert not transport.is_reading()
+        finally:
+            sender.close()
+
+    loop.run_until_complete(main())

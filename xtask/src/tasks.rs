@@ -164,9 +164,9 @@ fn build_echo_client() -> Result<PathBuf, String> {
 }
 
 /// Build the HTTP suite's pure-Rust ceiling (`loop-http`'s `plaintext`
-/// example) with the `dist` profile; `None` when the example does not exist
+/// example) with `profile`; `None` when the example does not exist
 /// (the suite then reports `rust-plaintext` as unavailable).
-fn build_plaintext_server() -> Result<Option<PathBuf>, String> {
+fn build_plaintext_server(profile: &str) -> Result<Option<PathBuf>, String> {
     let source = cmd::root().join("loop-http/examples/plaintext.rs");
     if !source.exists() {
         eprintln!(
@@ -182,7 +182,7 @@ fn build_plaintext_server() -> Result<Option<PathBuf>, String> {
                 "build",
                 "--quiet",
                 "--profile",
-                "dist",
+                profile,
                 "-p",
                 "loop-http",
                 "--example",
@@ -190,7 +190,9 @@ fn build_plaintext_server() -> Result<Option<PathBuf>, String> {
             ])
             .env("CARGO_TARGET_DIR", &target),
     )?;
-    Ok(Some(target.join("dist").join("examples").join("plaintext")))
+    Ok(Some(
+        target.join(profile).join("examples").join("plaintext"),
+    ))
 }
 
 /// The suites `bench` knows; without one it runs `all` of them.
@@ -208,6 +210,14 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             BENCH_SUITES.join(", ")
         ));
     }
+    // `--quick` (CI's check that every suite runs and verifies; its figures
+    // are never reported) uses the release build `test` already made
+    // instead of spending a minute on fat-LTO `dist` builds.
+    let profile = if rest.iter().any(|a| a == "--quick") {
+        "release"
+    } else {
+        "dist"
+    };
     let mut run = cmd::new(venv.python());
     run.arg("bench/bench.py").arg(suite);
     if suite == "compare" {
@@ -217,11 +227,11 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         run.arg("--client").arg(build_echo_client()?);
     }
     if matches!(suite, "http" | "all") {
-        if let Some(server) = build_plaintext_server()? {
+        if let Some(server) = build_plaintext_server(profile)? {
             run.arg("--plaintext").arg(server);
         }
     }
-    let wheel = build_wheel(&venv, "dist")?;
+    let wheel = build_wheel(&venv, profile)?;
     run.arg("--ferroloop-wheel").arg(&wheel);
     cmd::run(run.args(rest))
 }

@@ -73,12 +73,6 @@ class DatagramTransport(SocketTransportBase, asyncio.DatagramTransport, asyncio.
     def get_write_buffer_size(self) -> int:
         return self._buffer_size
 
-    # asyncio's datagram transport reads while open; the Python API for
-    # pausing it exists on the base class only for symmetry.
-    def _add_reader(self) -> None:
-        if not self._closing:
-            self._loop._add_reader(self._sock_fd, self._read_ready)
-
     def _read_ready(self) -> None:
         if self._conn_lost:
             return

@@ -179,6 +179,31 @@ class SocketTransportBase(FlowControl):
             self._protocol = None
             self._after_connection_lost()
 
+    # -- reading (asyncio's _SelectorTransport: streams and datagrams) -------------
+
+    def _add_reader(self) -> None:
+        if self.is_reading():
+            self._loop._add_reader(self._sock_fd, self._read_ready)
+
+    def is_reading(self) -> bool:
+        return not self._paused and not self._closing
+
+    def pause_reading(self) -> None:
+        if not self.is_reading():
+            return
+        self._paused = True
+        self._loop._remove_reader(self._sock_fd)
+        if self._loop.get_debug():
+            logger.debug("%r pauses reading", self)
+
+    def resume_reading(self) -> None:
+        if self._closing or not self._paused:
+            return
+        self._paused = False
+        self._add_reader()
+        if self._loop.get_debug():
+            logger.debug("%r resumes reading", self)
+
 
 class SocketTransport(SocketTransportBase, asyncio.Transport):
     """A connected stream socket (TCP or Unix) as an asyncio transport."""
@@ -253,29 +278,6 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
             self._loop._add_reader(self._sock_fd, self._read_ready)
 
     # -- reading -------------------------------------------------------------------
-
-    def _add_reader(self) -> None:
-        if self.is_reading():
-            self._loop._add_reader(self._sock_fd, self._read_ready)
-
-    def is_reading(self) -> bool:
-        return not self._paused and not self._closing
-
-    def pause_reading(self) -> None:
-        if not self.is_reading():
-            return
-        self._paused = True
-        self._loop._remove_reader(self._sock_fd)
-        if self._loop.get_debug():
-            logger.debug("%r pauses reading", self)
-
-    def resume_reading(self) -> None:
-        if self._closing or not self._paused:
-            return
-        self._paused = False
-        self._add_reader()
-        if self._loop.get_debug():
-            logger.debug("%r resumes reading", self)
 
     def _read_ready_into_buffer(self) -> None:
         if self._conn_lost:
