@@ -1,8 +1,10 @@
 //! The physical limit: a single-threaded HTTP/1.1 server that answers every
 //! request with `200 text/plain "Hello, World!"`, using loop-core's executor
-//! for I/O and this crate's parser and encoder for HTTP (keep-alive,
-//! pipelining, 100-continue, error responses). The benchmark runs it to
-//! report the pure-Rust ceiling under the Python layers.
+//! for I/O and this crate's [`ServerConnection`] for HTTP (keep-alive,
+//! pipelining, 100-continue, error responses): the state machine ferroloop's
+//! ASGI server runs, minus deadlines (nothing here drives a clock). The
+//! benchmark runs it to report the pure-Rust ceiling under the Python
+//! layers.
 //!
 //! `cargo run --release -p loop-http --example plaintext [ADDR]`
 //! (default `127.0.0.1:8000`); prints `listening on ADDR` once ready.
@@ -14,9 +16,9 @@ use std::net::{TcpListener, TcpStream};
 
 use loop_core::executor::{Async, Handle, Runtime};
 use loop_http::{
-    error_response, DateCache, Event, Limits, RequestInfo, RequestParser, ResponseEncoder,
-    CONTINUE_RESPONSE,
+    BodyRead, ConnectionConfig, DateCache, Phase, ResponsePart, ServerConnection, Step,
 };
+use std::sync::Arc;
 
 const BODY: &[u8] = b"Hello, World!";
 const SERVER: &[u8] = b"ferroloop";
@@ -36,20 +38,21 @@ fn main() -> io::Result<()> {
 pub fn run(listener: TcpListener) -> io::Result<()> {
     let rt = Runtime::new()?;
     let handle = rt.handle();
+    let config = Arc::new(ConnectionConfig::default());
     rt.block_on(async move {
         let listener = Async::new(listener)?;
         loop {
             let (stream, _peer) = listener.read_with(|l| l.accept()).await?;
             stream.set_nodelay(true)?;
-            spawn_connection(&handle, Async::new(stream)?);
+            spawn_connection(&handle, Async::new(stream)?, config.clone());
         }
     })
 }
 
-fn spawn_connection(handle: &Handle, stream: Async<TcpStream>) {
+fn spawn_connection(handle: &Handle, stream: Async<TcpStream>, config: Arc<ConnectionConfig>) {
     handle
         .spawn(async move {
-            if let Err(e) = serve(stream).await {
+            if let Err(e) = serve(stream, config).await {
                 if e.kind() != io::ErrorKind::ConnectionReset {
                     eprintln!("connection error: {e}");
                 }
@@ -58,82 +61,94 @@ fn spawn_connection(handle: &Handle, stream: Async<TcpStream>) {
         .detach();
 }
 
-/// One connection: read, answer every complete request in the buffer (all
+/// One connection: read, answer every complete request in the input (all
 /// responses of a pipelined batch go out in one write), repeat.
-async fn serve(stream: Async<TcpStream>) -> io::Result<()> {
-    let mut parser = RequestParser::new(Limits::default());
+async fn serve(stream: Async<TcpStream>, config: Arc<ConnectionConfig>) -> io::Result<()> {
+    let mut conn = ServerConnection::new(config, 0.0);
     let mut date = DateCache::new();
     let mut buf = vec![0u8; READ_SIZE];
-    let (mut start, mut end) = (0, 0); // unconsumed bytes: buf[start..end]
     let mut out = Vec::with_capacity(4096);
-    let mut request: Option<RequestInfo> = None;
+    // The request being served: its id, once its body is wanted.
+    let mut active: Option<u64> = None;
     loop {
-        let mut close = false;
         loop {
-            let (consumed, event) = match parser.parse(&buf[start..end]) {
-                Ok(step) => step,
-                Err(err) => {
-                    error_response(&mut out, err.status(), Some(date.get()), Some(SERVER));
-                    close = true;
-                    break;
+            let step = conn.poll();
+            let idle = matches!(step, Step::Wait);
+            match step {
+                Step::Wait => {}
+                Step::Request(head) => active = Some(conn.begin_request(*head)),
+                // Taken below, with `read_body`, like any other body.
+                Step::Deliver => conn.reader_left(),
+                Step::Fail(status) => {
+                    conn.fail(status, &mut out, Some(date.get()), Some(SERVER), 0.0);
                 }
-            };
-            start += consumed;
-            match event {
-                None => break,
-                Some(Event::Head(head)) => {
-                    if head.expect_continue {
-                        out.extend_from_slice(CONTINUE_RESPONSE);
+                Step::Close => {
+                    conn.close(0.0);
+                }
+            }
+            // The app: read the whole body (the bytes are not needed), then
+            // answer; a pipelined request may follow at once.
+            if let Some(id) = active {
+                match read_to_end(&mut conn, id, &mut out) {
+                    Some(true) => {
+                        respond(&mut conn, id, &mut out, date.get())?;
+                        active = None;
+                        continue;
                     }
-                    request = Some(RequestInfo::of(&head));
+                    Some(false) => {}
+                    None => return Ok(()),
                 }
-                Some(Event::Body(_)) => {} // the body is not needed
-                Some(Event::End) => {
-                    let req = request
-                        .take()
-                        .ok_or_else(|| io::Error::other("End before Head"))?;
-                    if !respond(&mut out, req, date.get())? {
-                        close = true;
-                        break;
-                    }
-                }
+            }
+            if idle {
+                break;
             }
         }
         write_all(&stream, &out).await?;
         out.clear();
-        if close {
-            return Ok(());
+        if matches!(conn.phase(), Phase::Closing | Phase::Closed) {
+            return Ok(()); // dropping the stream closes it
         }
-        // Make room: the parser bounds what it leaves unconsumed (a partial
-        // head, a chunk-size line), so this stays small.
-        if start == end {
-            (start, end) = (0, 0);
-        } else if end == buf.len() {
-            buf.copy_within(start..end, 0);
-            (start, end) = (0, end - start);
-            if end == buf.len() {
-                buf.resize(buf.len() * 2, 0);
-            }
-        }
-        let n = stream.read_with(|mut s| s.read(&mut buf[end..])).await?;
+        let n = stream.read_with(|mut s| s.read(&mut buf)).await?;
         if n == 0 {
             return Ok(());
         }
-        end += n;
+        conn.receive(&buf[..n]);
     }
 }
 
-/// Append the response; `Ok(false)` when the connection must close after it.
-fn respond(out: &mut Vec<u8>, req: RequestInfo, date: &[u8]) -> io::Result<bool> {
+/// Take what body has arrived: `Some(true)` once all of it has, `None`
+/// when the exchange is over.
+fn read_to_end(conn: &mut ServerConnection, id: u64, out: &mut Vec<u8>) -> Option<bool> {
+    loop {
+        match conn.read_body(id, out) {
+            BodyRead::Data(_, true) => {}
+            BodyRead::Data(_, false) => return Some(true),
+            BodyRead::Wait { .. } => return Some(false),
+            BodyRead::Disconnect => return None,
+        }
+    }
+}
+
+/// Append the response.
+fn respond(conn: &mut ServerConnection, id: u64, out: &mut Vec<u8>, date: &[u8]) -> io::Result<()> {
     let headers = [
         (&b"content-type"[..], &b"text/plain"[..]),
         (b"content-length", b"13"),
     ];
-    let mut enc = ResponseEncoder::start(out, req, 200, headers, false, Some(date), Some(SERVER))
+    let start = ResponsePart::Start {
+        status: 200,
+        headers,
+        trailers: false,
+    };
+    conn.send(id, out, start, Some(date), Some(SERVER), 0.0)
         .map_err(io::Error::other)?;
-    enc.body(out, BODY).map_err(io::Error::other)?;
-    enc.finish(out, []).map_err(io::Error::other)?;
-    Ok(enc.keep_alive())
+    let body = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: BODY,
+        more: false,
+    };
+    conn.send(id, out, body, Some(date), Some(SERVER), 0.0)
+        .map_err(io::Error::other)?;
+    Ok(())
 }
 
 async fn write_all(stream: &Async<TcpStream>, mut data: &[u8]) -> io::Result<()> {

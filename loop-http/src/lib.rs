@@ -82,6 +82,7 @@
 //! ferroloop's executor built from these pieces.
 
 mod chunked;
+pub mod connection;
 mod date;
 mod error;
 mod fields;
@@ -95,6 +96,10 @@ mod semantics;
 mod status;
 mod syntax;
 
+pub use connection::{
+    BodyRead, ConnectionConfig, DrainAction, Exchange, FailOutcome, Phase, ResponsePart, SendError,
+    ServerConnection, Step, TimerAction,
+};
 pub use date::DateCache;
 pub use error::{ParseError, ResponseError};
 pub use head::{BodyFraming, RequestHead, Version};

@@ -364,7 +364,7 @@ impl AppTask {
                     _ => (None, false),
                 }
             };
-            HttpConnection::app_finished(
+            super::dispatch::app_finished(
                 conn.bind(py),
                 exchange,
                 error.map(|e| e.into_bound(py)),

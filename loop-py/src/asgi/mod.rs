@@ -3,15 +3,21 @@
 //! `app(scope, receive, send)`.
 //!
 //! - [`server`]: listeners, accepting, the connection registry, timeouts.
-//! - [`connection`]: one connection's I/O and request sequencing.
-//! - [`exchange`]: one request's `receive`/`send` and response state.
+//! - [`connection`]: one connection's socket and loop registrations around
+//!   `loop_http::ServerConnection`, which decides everything HTTP.
+//! - [`dispatch`]: a request's scope, the app's call, what its end means.
+//! - [`exchange`]: the app's `receive`/`send` callables and their futures.
+//! - [`messages`]: decoding the app's `send()` messages.
+//! - [`app_task`]: the task that steps the app's coroutine.
 //! - [`scope`]: the scope and messages as Python objects.
 //! - [`proxy`]: trusted proxy headers.
 //! - [`settings`]: configuration; raw socket calls are `crate::net`.
 
 mod app_task;
 mod connection;
+mod dispatch;
 mod exchange;
+mod messages;
 mod proxy;
 mod scope;
 mod server;

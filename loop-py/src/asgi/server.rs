@@ -3,13 +3,13 @@
 //! logging. Binding sockets, lifespan and signals are Python
 //! (`ferroloop/_server/`).
 
-use super::connection::HttpConnection;
+use super::connection::{connection_config, HttpConnection};
 use super::proxy::Trust;
 use super::settings::{Settings, READ_CHUNK};
 use crate::event_loop::{Loop, TickEnd};
 use crate::net;
 use loop_core::clock;
-use loop_http::{DateCache, Limits};
+use loop_http::{ConnectionConfig, DateCache, Limits};
 use pyo3::exceptions::PyValueError;
 use pyo3::gc::PyVisit;
 use pyo3::intern;
@@ -30,6 +30,8 @@ pub struct HttpServer {
     pub(super) app: Py<PyAny>,
     pub(super) state: Option<Py<PyDict>>,
     pub(super) settings: Arc<Settings>,
+    /// What every connection's state machine is configured with.
+    conn_config: Arc<ConnectionConfig>,
     error_log: Py<PyAny>,
     access_log: Py<PyAny>,
     /// One finished future: what `send()` returns when it need not wait.
@@ -187,27 +189,27 @@ impl HttpServer {
         }
         let args = {
             let me = conn.borrow();
-            let Some(ex) = me.exchange.as_ref() else {
+            let Some(ex) = me.http.exchange() else {
                 return Ok(());
             };
-            let version = match ex.head.version {
+            let version = match ex.head().version {
                 loop_http::Version::Http10 => "1.0",
                 loop_http::Version::Http11 => "1.1",
             };
             // As uvicorn: the path as the app sees it, root_path included.
             let mut target = me.settings.root_path.clone();
-            target.push_str(&String::from_utf8_lossy(ex.head.path()));
-            if !ex.head.query().is_empty() {
+            target.push_str(&String::from_utf8_lossy(ex.head().path()));
+            if !ex.head().query().is_empty() {
                 target.push('?');
-                target.push_str(&String::from_utf8_lossy(ex.head.query()));
+                target.push_str(&String::from_utf8_lossy(ex.head().query()));
             }
             (
                 "%s - \"%s %s HTTP/%s\" %d",
                 me.client_text.clone(),
-                String::from_utf8_lossy(ex.head.method()).into_owned(),
+                String::from_utf8_lossy(ex.head().method()).into_owned(),
                 target,
                 version,
-                ex.status,
+                ex.status(),
             )
         };
         let logger = slf.borrow().access_log.clone_ref(py);
@@ -232,7 +234,7 @@ impl HttpServer {
             if tcp {
                 net::set_nodelay(conn_fd);
             }
-            let (slot, event_loop, settings) = {
+            let (slot, event_loop, settings, config) = {
                 let mut me = slf.borrow_mut();
                 let slot = match me.free.pop() {
                     Some(slot) => slot,
@@ -241,13 +243,19 @@ impl HttpServer {
                         me.conns.len() - 1
                     }
                 };
-                (slot, me.event_loop.clone_ref(py), me.settings.clone())
+                (
+                    slot,
+                    me.event_loop.clone_ref(py),
+                    me.settings.clone(),
+                    me.conn_config.clone(),
+                )
             };
             let conn = HttpConnection::new(
                 py,
                 slf.clone().unbind(),
                 event_loop,
                 settings,
+                config,
                 conn_fd,
                 peer,
                 slot,
@@ -406,6 +414,7 @@ impl HttpServer {
             event_loop: event_loop.clone().unbind(),
             app,
             state: None,
+            conn_config: Arc::new(connection_config(&settings)),
             settings: Arc::new(settings),
             error_log,
             access_log,
@@ -477,7 +486,7 @@ impl HttpServer {
         let py = slf.py();
         let conns = slf.borrow().connections(py);
         for conn in conns {
-            let task = conn.borrow(py).running_task(py);
+            let task = super::dispatch::running_task(&conn.borrow(py), py);
             HttpConnection::abort(conn.bind(py))?;
             if let Some(task) = task {
                 task.call_method0(py, intern!(py, "cancel"))?;

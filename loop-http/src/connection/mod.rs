@@ -1,0 +1,591 @@
+//! The HTTP/1.1 server connection as a sans-IO state machine.
+//!
+//! ```text
+//!  socket bytes ─► receive() ─► poll() ─► Step: Request(head) │ Deliver │ Fail │ Close
+//!  app reads   ─► read_body(id)          ─► BodyRead (and maybe `100 Continue` to write)
+//!  app writes  ─► send(id, ResponsePart) ─► bytes appended to the caller's output
+//!  the clock   ─► on_timer(now)          ─► TimerAction (408, or drop the connection)
+//!  output gone ─► output_flushed(now)    ─► true: half-close the socket now
+//! ```
+//!
+//! It holds request framing and the queue of pipelined input (one request
+//! is served at a time, so responses stay in order), keep-alive for 1.0 and
+//! 1.1, `100 Continue`, the discard-or-close policy for body the app left
+//! unread, graceful close with linger, and every deadline. It performs no
+//! I/O and reads no clock: the caller moves bytes, registers interest as
+//! [`ServerConnection::wants_read`] says, and passes `now`.
+//!
+//! # How a connection ends
+//! - **fail** ([`ServerConnection::fail`]): answer an error status, then
+//!   close gracefully; too late once the response started, so it loses.
+//! - **close** ([`ServerConnection::close`]), graceful: take no more
+//!   requests, let the output drain (bounded by `closing_drain`),
+//!   half-close, linger reading for `linger`, then lose.
+//! - **drain** ([`ServerConnection::drain`]): server shutdown; idle
+//!   connections close now, busy ones after their response.
+//! - **lose** ([`ServerConnection::lose`]): the connection is gone (EOF,
+//!   reset, a deadline, the end of linger); the exchange is over for the
+//!   app. The caller closes the socket.
+//! - **abort**: the caller's lose with an RST (shutdown past its grace).
+
+mod config;
+mod exchange;
+
+pub use config::ConnectionConfig;
+pub use exchange::{BodyRead, Exchange, ResponsePart, SendError};
+
+use crate::{error_response, BodyFraming, Event, RequestHead, RequestParser, CONTINUE_RESPONSE};
+use std::sync::Arc;
+
+/// Where the connection is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for (the rest of) a request head.
+    Idle,
+    /// A request is in flight: the app runs.
+    Active,
+    /// The response is complete but the app left body unread: skipping up
+    /// to `discard_limit` of it before the next request.
+    Discard,
+    /// Output draining, then half-closed and dropping input until linger
+    /// ends.
+    Closing,
+    Closed,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deadline {
+    None,
+    /// Request head not complete in time (from connect or the previous
+    /// response).
+    Head,
+    /// Nothing received on an idle kept connection.
+    KeepAlive,
+    /// A closing connection's output did not drain in time.
+    Closing,
+    /// A half-closed connection stops lingering.
+    Linger,
+}
+
+/// What [`ServerConnection::poll`] found to do.
+#[derive(Debug)]
+pub enum Step {
+    /// Nothing until more input (or the app) arrives.
+    Wait,
+    /// A complete request head: start the app with
+    /// [`ServerConnection::begin_request`], or [`ServerConnection::fail`].
+    Request(Box<RequestHead>),
+    /// Body for the waiting reader: [`ServerConnection::take_delivery`].
+    Deliver,
+    /// Invalid input: answer this status with [`ServerConnection::fail`].
+    Fail(u16),
+    /// Stop taking requests: [`ServerConnection::close`].
+    Close,
+}
+
+/// What a timer check decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerAction {
+    Nothing,
+    /// Drop the connection ([`ServerConnection::lose`]).
+    Lose,
+    /// A request head is late: answer 408 ([`ServerConnection::fail`]).
+    Fail(u16),
+}
+
+/// What [`ServerConnection::fail`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailOutcome {
+    /// Already closing or closed: nothing to answer.
+    Ignored,
+    /// The error response is in the output; the connection is closing.
+    Answered,
+    /// The app's response had started: too late for an error response, so
+    /// the client sees it cut short. Lose the connection.
+    Lose,
+}
+
+/// What [`ServerConnection::drain`] asks the caller to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrainAction {
+    /// A request is in flight: the connection closes after its response.
+    AfterResponse,
+    /// Idle with output buffered: it is closing gracefully; flush it.
+    Flush,
+    /// Idle: lose it now.
+    Lose,
+}
+
+/// One HTTP/1.1 server connection (see the module docs).
+pub struct ServerConnection {
+    config: Arc<ConnectionConfig>,
+    parser: RequestParser,
+    /// Received bytes the parser has not consumed.
+    pending: Vec<u8>,
+    phase: Phase,
+    deadline: f64,
+    deadline_kind: Deadline,
+    /// When the current head timeout started (connect or previous response).
+    head_clock: f64,
+    exchange: Option<Exchange>,
+    next_id: u64,
+    discard_left: u64,
+    peer_eof: bool,
+    /// Server shutdown: the current response is the last.
+    draining: bool,
+}
+
+impl ServerConnection {
+    /// A new connection, accepted at `now`.
+    pub fn new(config: Arc<ConnectionConfig>, now: f64) -> Self {
+        ServerConnection {
+            parser: RequestParser::new(config.limits.clone()),
+            deadline: now + config.timeout_request_head,
+            config,
+            pending: Vec::new(),
+            phase: Phase::Idle,
+            deadline_kind: Deadline::Head,
+            head_clock: now,
+            exchange: None,
+            next_id: 1,
+            discard_left: 0,
+            peer_eof: false,
+            draining: false,
+        }
+    }
+
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Between requests: a finished response may wait to be written.
+    pub fn is_between_requests(&self) -> bool {
+        matches!(self.phase, Phase::Idle | Phase::Discard)
+    }
+
+    /// The current (or last) exchange.
+    pub fn exchange(&self) -> Option<&Exchange> {
+        self.exchange.as_ref()
+    }
+
+    /// The exchange `id`, if it is still the current one.
+    pub fn current(&self, id: u64) -> Option<&Exchange> {
+        self.exchange.as_ref().filter(|ex| ex.id() == id)
+    }
+
+    /// Bytes received from the peer. A closing connection drops them.
+    pub fn receive(&mut self, data: &[u8]) {
+        if !matches!(self.phase, Phase::Closing | Phase::Closed) {
+            self.pending.extend_from_slice(data);
+        }
+    }
+
+    /// The peer's EOF. A half-closing client cannot rely on reading a
+    /// response, so, as uvicorn, EOF is a disconnect: lose the connection.
+    pub fn receive_eof(&mut self) {
+        self.peer_eof = true;
+    }
+
+    /// Input not parsed yet is waiting for the next request to start.
+    pub fn has_pipelined_input(&self) -> bool {
+        self.is_between_requests() && !self.pending.is_empty()
+    }
+
+    /// Whether the caller should read from the socket now.
+    pub fn wants_read(&self) -> bool {
+        if self.peer_eof {
+            return false;
+        }
+        match self.phase {
+            Phase::Idle | Phase::Discard | Phase::Closing => true,
+            Phase::Active => match &self.exchange {
+                Some(ex) if self.parser.in_body() && !ex.body_done => {
+                    ex.may_read_body(self.config.body_buffer)
+                }
+                _ => self.pending.len() < self.config.pipeline_buffer,
+            },
+            Phase::Closed => false,
+        }
+    }
+
+    /// Parse what is pending as far as the state allows.
+    pub fn poll(&mut self) -> Step {
+        let mut pos = 0;
+        let mut progressed = false;
+        let step = loop {
+            let input = &self.pending[pos..];
+            match self.phase {
+                Phase::Idle => {
+                    if input.is_empty() {
+                        break Step::Wait;
+                    }
+                    if self.deadline_kind == Deadline::KeepAlive {
+                        // The first byte of a new head: the head timeout
+                        // runs from the end of the previous response.
+                        self.deadline_kind = Deadline::Head;
+                        self.deadline = self.head_clock + self.config.timeout_request_head;
+                    }
+                    match self.parser.parse(input) {
+                        Ok((n, Some(Event::Head(head)))) => {
+                            pos += n;
+                            break Step::Request(Box::new(head));
+                        }
+                        Ok((n, None)) if n > 0 => pos += n,
+                        Ok((_, None)) => break Step::Wait,
+                        Ok((n, Some(_))) => pos += n,
+                        Err(e) => break Step::Fail(e.status()),
+                    }
+                }
+                Phase::Active => {
+                    let Some(ex) = self.exchange.as_mut() else {
+                        break Step::Wait;
+                    };
+                    // Parse as much body as is here (and its `End`, which
+                    // comes one call later) before waking the app, so a
+                    // complete body is one delivery.
+                    let stop =
+                        if !self.parser.in_body() || !ex.may_read_body(self.config.body_buffer) {
+                            true
+                        } else {
+                            match self.parser.parse(input) {
+                                Ok((n, Some(Event::Body(range)))) => {
+                                    ex.body.extend_from_slice(&input[range]);
+                                    pos += n;
+                                    progressed = true;
+                                    false
+                                }
+                                Ok((n, Some(Event::End))) => {
+                                    ex.body_done = true;
+                                    pos += n;
+                                    progressed = true;
+                                    false
+                                }
+                                Ok((n, Some(Event::Head(_)))) => {
+                                    pos += n;
+                                    false
+                                }
+                                Ok((0, None)) => true,
+                                Ok((n, None)) => {
+                                    pos += n;
+                                    false
+                                }
+                                Err(e) => break Step::Fail(e.status()),
+                            }
+                        };
+                    if stop {
+                        break if progressed && ex.reader_waiting {
+                            Step::Deliver
+                        } else {
+                            Step::Wait
+                        };
+                    }
+                }
+                Phase::Discard => match self.parser.parse(input) {
+                    Ok((n, Some(Event::Body(range)))) => {
+                        let len = (range.end - range.start) as u64;
+                        pos += n;
+                        if len > self.discard_left {
+                            break Step::Close;
+                        }
+                        self.discard_left -= len;
+                    }
+                    Ok((n, Some(Event::End))) => {
+                        pos += n;
+                        self.phase = Phase::Idle;
+                    }
+                    Ok((n, Some(Event::Head(_)))) => pos += n,
+                    Ok((n, None)) if n > 0 => pos += n,
+                    Ok((_, None)) => break Step::Wait,
+                    Err(_) => break Step::Close,
+                },
+                Phase::Closing => {
+                    pos = self.pending.len();
+                    break Step::Wait;
+                }
+                Phase::Closed => break Step::Wait,
+            }
+        };
+        if pos > 0 {
+            self.pending.drain(..pos);
+        }
+        if self.pending.is_empty() && self.pending.capacity() > 16 * 1024 {
+            self.pending = Vec::new();
+        }
+        step
+    }
+
+    /// Start serving the request [`Step::Request`] returned; its id names
+    /// the exchange in the app's later calls.
+    pub fn begin_request(&mut self, head: RequestHead) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.phase = Phase::Active;
+        self.deadline_kind = Deadline::None;
+        self.exchange = Some(Exchange::new(id, head));
+        id
+    }
+
+    /// Exchange `id` will ask for body bytes that are received but not
+    /// parsed yet (they came with the head): [`poll`](Self::poll) first.
+    pub fn has_unparsed_body(&self, id: u64) -> bool {
+        self.phase == Phase::Active
+            && !self.pending.is_empty()
+            && self.parser.in_body()
+            && self
+                .current(id)
+                .is_some_and(|ex| ex.body.is_empty() && !ex.body_done && !ex.expect_continue)
+    }
+
+    /// The app of exchange `id` asks for body. A `100 Continue` it makes
+    /// due is appended to `out`.
+    pub fn read_body(&mut self, id: u64, out: &mut Vec<u8>) -> BodyRead {
+        let closed = self.phase == Phase::Closed;
+        match self.exchange.as_mut().filter(|ex| ex.id() == id) {
+            None => BodyRead::Disconnect,
+            Some(ex) if closed || ex.is_over() => BodyRead::Disconnect,
+            Some(ex) if ex.has_body_for_app() => {
+                ex.reader_waiting = false;
+                let (body, more) = ex.take_body();
+                BodyRead::Data(body, more)
+            }
+            Some(ex) => {
+                let continue_written = ex.want_body();
+                if continue_written {
+                    out.extend_from_slice(CONTINUE_RESPONSE);
+                }
+                BodyRead::Wait { continue_written }
+            }
+        }
+    }
+
+    /// The body [`Step::Deliver`] announced: `None` when there is no
+    /// exchange to take it from (deliver a disconnect).
+    pub fn take_delivery(&mut self) -> Option<(Vec<u8>, bool)> {
+        let ex = self.exchange.as_mut()?;
+        ex.reader_waiting = false;
+        Some(ex.take_body())
+    }
+
+    /// The waiting reader went away (its wait was cancelled): the body
+    /// stays for its next read.
+    pub fn reader_left(&mut self) {
+        if let Some(ex) = self.exchange.as_mut() {
+            ex.reader_waiting = false;
+        }
+    }
+
+    /// The app of exchange `id` sends a response message; bytes go to
+    /// `out`. `Ok(Some(kept))` when it completed the response: the
+    /// connection then waits for the next request (`kept`) or is closing.
+    pub fn send<'h, H>(
+        &mut self,
+        id: u64,
+        out: &mut Vec<u8>,
+        part: ResponsePart<'_, H>,
+        date: Option<&[u8]>,
+        server: Option<&[u8]>,
+        now: f64,
+    ) -> Result<Option<bool>, SendError>
+    where
+        H: IntoIterator<Item = (&'h [u8], &'h [u8])>,
+    {
+        let closed = self.phase == Phase::Closed;
+        let ex = match self.exchange.as_mut() {
+            Some(ex) if ex.id() == id && !ex.response_complete() => ex,
+            other => {
+                let current = other.as_ref().is_some_and(|ex| ex.id() == id);
+                let abandoned = other.as_ref().is_some_and(|ex| ex.is_abandoned());
+                return Err(if closed && (!current || abandoned) {
+                    SendError::Disconnected
+                } else {
+                    SendError::Completed
+                });
+            }
+        };
+        if closed || ex.is_abandoned() {
+            return Err(SendError::Disconnected);
+        }
+        match ex.send(out, part, date, server)? {
+            None => Ok(None),
+            Some(keep_alive) => Ok(Some(self.response_complete(keep_alive, now))),
+        }
+    }
+
+    /// After a complete response: keep the connection for the next request
+    /// (skipping what body the app left, up to `discard_limit`) or close.
+    fn response_complete(&mut self, keep_alive: bool, now: f64) -> bool {
+        if self.phase != Phase::Active {
+            return false;
+        }
+        let Some(ex) = self.exchange.as_mut() else {
+            return false;
+        };
+        let body_left = self.parser.in_body() && !ex.body_done;
+        // A declared length we would never finish discarding: close now
+        // rather than wait for it.
+        let too_much_left = match ex.head().body {
+            BodyFraming::Length(n) => {
+                body_left
+                    && n.saturating_sub(self.parser.body_received()) > self.config.discard_limit
+            }
+            _ => false,
+        };
+        // The client waits for a 100 that never came: it may send the body
+        // or not, so the connection's framing is unknown.
+        let unread_expect = body_left && ex.expect_continue && !ex.continue_sent;
+        // Body the app did not take is not needed any more.
+        ex.body = Vec::new();
+        let keep =
+            keep_alive && !self.draining && !self.peer_eof && !unread_expect && !too_much_left;
+        self.head_clock = now;
+        if !keep {
+            self.enter_closing(now);
+        } else {
+            if body_left {
+                self.phase = Phase::Discard;
+                self.discard_left = self.config.discard_limit;
+            } else {
+                self.phase = Phase::Idle;
+            }
+            self.deadline_kind = Deadline::KeepAlive;
+            self.deadline = now + self.config.timeout_keep_alive;
+        }
+        keep
+    }
+
+    /// Answer `status` (no app involved, or before its response started)
+    /// and close gracefully.
+    pub fn fail(
+        &mut self,
+        status: u16,
+        out: &mut Vec<u8>,
+        date: Option<&[u8]>,
+        server: Option<&[u8]>,
+        now: f64,
+    ) -> FailOutcome {
+        if matches!(self.phase, Phase::Closed | Phase::Closing) {
+            return FailOutcome::Ignored;
+        }
+        let active = self.phase == Phase::Active;
+        if active
+            && self
+                .exchange
+                .as_ref()
+                .is_some_and(Exchange::response_started)
+        {
+            return FailOutcome::Lose;
+        }
+        error_response(out, status, date, server);
+        if let Some(ex) = self.exchange.as_mut().filter(|_| active) {
+            ex.answered_by_server(status);
+        }
+        self.enter_closing(now);
+        FailOutcome::Answered
+    }
+
+    /// Graceful close: no more requests; what the caller buffered still
+    /// goes out. False when already closing or closed.
+    pub fn close(&mut self, now: f64) -> bool {
+        if matches!(self.phase, Phase::Closed | Phase::Closing) {
+            return false;
+        }
+        self.enter_closing(now);
+        true
+    }
+
+    fn enter_closing(&mut self, now: f64) {
+        self.phase = Phase::Closing;
+        self.deadline_kind = Deadline::Closing;
+        self.deadline = now + self.config.closing_drain;
+    }
+
+    /// The caller's output buffer is empty. True when a closing connection
+    /// should half-close (shut down writing) now: it then lingers.
+    pub fn output_flushed(&mut self, now: f64) -> bool {
+        if self.phase != Phase::Closing || self.deadline_kind == Deadline::Linger {
+            return false;
+        }
+        self.deadline_kind = Deadline::Linger;
+        self.deadline = now + self.config.linger;
+        true
+    }
+
+    /// The connection is gone; the exchange is over for the app. False
+    /// when it was closed already.
+    pub fn lose(&mut self) -> bool {
+        if self.phase == Phase::Closed {
+            return false;
+        }
+        self.phase = Phase::Closed;
+        self.deadline_kind = Deadline::None;
+        self.pending = Vec::new();
+        if let Some(ex) = self.exchange.as_mut() {
+            ex.abandoned = true;
+            ex.body = Vec::new();
+        }
+        true
+    }
+
+    /// Server shutdown (see [`DrainAction`]); a partial head is not a
+    /// request in flight.
+    pub fn drain(&mut self, output_buffered: bool, now: f64) -> DrainAction {
+        self.draining = true;
+        let idle = matches!(self.phase, Phase::Idle | Phase::Discard | Phase::Closing);
+        if !idle {
+            DrainAction::AfterResponse
+        } else if output_buffered {
+            self.close(now);
+            DrainAction::Flush
+        } else {
+            DrainAction::Lose
+        }
+    }
+
+    /// The next deadline, if any: call [`on_timer`](Self::on_timer) at or
+    /// after it. The body-rate rule also wants periodic checks while a body
+    /// is awaited.
+    pub fn deadline(&self) -> Option<f64> {
+        (self.deadline_kind != Deadline::None).then_some(self.deadline)
+    }
+
+    /// Check deadlines and the request-body rate at `now`.
+    pub fn on_timer(&mut self, now: f64) -> TimerAction {
+        let reading_body =
+            self.phase == Phase::Active && self.parser.in_body() && self.wants_read();
+        let received = self.parser.body_received() as f64;
+        let rate = self.config.min_body_rate;
+        let grace = self.config.body_rate_grace;
+        if let Some(ex) = self.exchange.as_mut() {
+            if !reading_body {
+                ex.body_checked_at = None;
+            } else if let Some(rate) = rate.filter(|_| !ex.body_done) {
+                if let Some(checked) = ex.body_checked_at.replace(now) {
+                    ex.body_wait += now - checked;
+                }
+                if ex.body_wait > grace && received < rate * ex.body_wait {
+                    return TimerAction::Lose;
+                }
+            }
+        }
+        if self.deadline_kind == Deadline::None || now < self.deadline {
+            return TimerAction::Nothing;
+        }
+        match self.deadline_kind {
+            Deadline::Head
+                if self.phase == Phase::Idle
+                    && (!self.pending.is_empty() || !self.parser.is_idle()) =>
+            {
+                TimerAction::Fail(408)
+            }
+            _ => TimerAction::Lose,
+        }
+    }
+}

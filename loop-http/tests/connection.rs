@@ -1,0 +1,579 @@
+//! The server connection state machine, rule by rule: keep-alive, pipelining,
+//! `100 Continue`, unread bodies, deadlines, failing, draining, closing.
+
+mod support;
+
+use loop_http::{
+    BodyRead, ConnectionConfig, DrainAction, FailOutcome, Phase, ResponsePart, SendError,
+    ServerConnection, Step, TimerAction,
+};
+use std::sync::Arc;
+use support::parse_response;
+
+const NO_HEADERS: [(&[u8], &[u8]); 0] = [];
+
+fn conn() -> ServerConnection {
+    conn_with(ConnectionConfig::default())
+}
+
+fn conn_with(config: ConnectionConfig) -> ServerConnection {
+    ServerConnection::new(Arc::new(config), 0.0)
+}
+
+/// Poll until the next request head; panics on anything else.
+fn next_request(c: &mut ServerConnection) -> u64 {
+    match c.poll() {
+        Step::Request(head) => c.begin_request(*head),
+        other => panic!("expected a request, got {other:?}"),
+    }
+}
+
+/// A whole `200` response with this body, at time `now`; whether it kept
+/// the connection.
+fn respond(c: &mut ServerConnection, id: u64, out: &mut Vec<u8>, body: &[u8], now: f64) -> bool {
+    let len = body.len().to_string();
+    let headers = [(&b"content-length"[..], len.as_bytes())];
+    let start = ResponsePart::Start {
+        status: 200,
+        headers,
+        trailers: false,
+    };
+    assert_eq!(c.send(id, out, start, None, None, now), Ok(None));
+    let part = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: body,
+        more: false,
+    };
+    match c.send(id, out, part, None, None, now) {
+        Ok(Some(kept)) => kept,
+        other => panic!("response did not complete: {other:?}"),
+    }
+}
+
+fn read_all_body(c: &mut ServerConnection, id: u64, out: &mut Vec<u8>) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        match c.read_body(id, out) {
+            BodyRead::Data(data, more) => {
+                body.extend_from_slice(&data);
+                if !more {
+                    return body;
+                }
+            }
+            BodyRead::Wait { .. } => match c.poll() {
+                Step::Deliver => {
+                    let (data, more) = c.take_delivery().expect("an exchange");
+                    body.extend_from_slice(&data);
+                    if !more {
+                        return body;
+                    }
+                }
+                other => panic!("body incomplete: {other:?}"),
+            },
+            BodyRead::Disconnect => panic!("disconnected"),
+        }
+    }
+}
+
+fn statuses(mut out: &[u8]) -> Vec<u16> {
+    let mut found = Vec::new();
+    while !out.is_empty() {
+        let (resp, used) = parse_response(out, false).expect("a valid response");
+        found.push(resp.status);
+        out = &out[used..];
+    }
+    found
+}
+
+#[test]
+fn http11_keeps_the_connection_and_10_closes_it() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(respond(&mut c, id, &mut out, b"hi", 1.0));
+    assert_eq!(c.phase(), Phase::Idle);
+
+    let mut c = conn();
+    c.receive(b"GET / HTTP/1.0\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(!respond(&mut c, id, &mut out, b"hi", 1.0));
+    assert_eq!(c.phase(), Phase::Closing);
+
+    let mut c = conn();
+    c.receive(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(respond(&mut c, id, &mut out, b"hi", 1.0));
+
+    let mut c = conn();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(!respond(&mut c, id, &mut out, b"hi", 1.0));
+}
+
+#[test]
+fn the_app_closing_the_connection_is_honoured() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    let start = ResponsePart::Start {
+        status: 200,
+        headers: [(&b"connection"[..], &b"close"[..])],
+        trailers: false,
+    };
+    assert_eq!(c.send(id, &mut out, start, None, None, 0.0), Ok(None));
+    let end = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"",
+        more: false,
+    };
+    assert_eq!(c.send(id, &mut out, end, None, None, 0.0), Ok(Some(false)));
+    assert_eq!(c.phase(), Phase::Closing);
+}
+
+#[test]
+fn pipelined_requests_are_served_one_at_a_time_in_order() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n");
+    let first = next_request(&mut c);
+    // The second head waits while the first is in flight.
+    assert!(matches!(c.poll(), Step::Wait));
+    assert!(!c.has_pipelined_input());
+    assert!(respond(&mut c, first, &mut out, b"one", 0.0));
+    assert!(c.has_pipelined_input());
+    let second = next_request(&mut c);
+    assert_ne!(first, second);
+    assert_eq!(
+        c.current(second).map(|ex| ex.head().path()),
+        Some(&b"/2"[..])
+    );
+    assert!(respond(&mut c, second, &mut out, b"two", 0.0));
+    assert_eq!(statuses(&out), [200, 200]);
+    // An old exchange cannot touch the new one.
+    let late = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"x",
+        more: false,
+    };
+    assert_eq!(
+        c.send(first, &mut out, late, None, None, 0.0),
+        Err(SendError::Completed)
+    );
+    assert_eq!(c.read_body(first, &mut out), BodyRead::Disconnect);
+}
+
+#[test]
+fn pipelined_input_is_bounded_while_a_request_runs() {
+    let mut c = conn_with(ConnectionConfig {
+        pipeline_buffer: 100,
+        ..ConnectionConfig::default()
+    });
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    next_request(&mut c);
+    assert!(c.wants_read());
+    c.receive(&[b'G'; 100]);
+    assert!(!c.wants_read(), "reading pauses at the pipeline bound");
+}
+
+#[test]
+fn continue_goes_out_on_the_first_read_of_a_11_request() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(!c.wants_read(), "the body is not read before the app asks");
+    assert_eq!(
+        c.read_body(id, &mut out),
+        BodyRead::Wait {
+            continue_written: true
+        }
+    );
+    assert_eq!(out, b"HTTP/1.1 100 Continue\r\n\r\n");
+    assert!(c.wants_read());
+    // A second read while waiting writes no second 100.
+    assert_eq!(
+        c.read_body(id, &mut out),
+        BodyRead::Wait {
+            continue_written: false
+        }
+    );
+    c.receive(b"abc");
+    assert!(matches!(c.poll(), Step::Deliver));
+    assert_eq!(c.take_delivery(), Some((b"abc".to_vec(), false)));
+}
+
+#[test]
+fn no_continue_once_the_response_started_or_for_10() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n");
+    let id = next_request(&mut c);
+    let start = ResponsePart::Start {
+        status: 200,
+        headers: NO_HEADERS,
+        trailers: false,
+    };
+    c.send(id, &mut out, start, None, None, 0.0).expect("start");
+    assert_eq!(
+        c.read_body(id, &mut out),
+        BodyRead::Wait {
+            continue_written: false
+        }
+    );
+    assert!(!out.starts_with(b"HTTP/1.1 100"));
+    // The response ends without the body: the client's framing is
+    // unknown, so the connection closes.
+    let end = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"",
+        more: false,
+    };
+    assert_eq!(c.send(id, &mut out, end, None, None, 0.0), Ok(Some(false)));
+
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc");
+    let id = next_request(&mut c);
+    assert_eq!(read_all_body(&mut c, id, &mut out), b"abc");
+    assert!(out.is_empty(), "HTTP/1.0 never gets a 100");
+}
+
+#[test]
+fn unread_small_body_is_discarded_and_the_connection_kept() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nab");
+    let id = next_request(&mut c);
+    assert!(respond(&mut c, id, &mut out, b"", 0.0));
+    assert_eq!(c.phase(), Phase::Discard);
+    c.receive(b"cdeGET /next HTTP/1.1\r\nHost: a\r\n\r\n");
+    let next = next_request(&mut c);
+    assert_eq!(
+        c.current(next).map(|ex| ex.head().path()),
+        Some(&b"/next"[..])
+    );
+}
+
+#[test]
+fn unread_large_body_closes_the_connection() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(!respond(&mut c, id, &mut out, b"", 0.0));
+    assert_eq!(c.phase(), Phase::Closing);
+
+    // A chunked body that turns out larger than the discard limit.
+    let mut c = conn_with(ConnectionConfig {
+        discard_limit: 4,
+        ..ConnectionConfig::default()
+    });
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(respond(&mut c, id, &mut out, b"", 0.0));
+    c.receive(b"a\r\n0123456789\r\n0\r\n\r\n");
+    assert!(matches!(c.poll(), Step::Close));
+}
+
+#[test]
+fn body_buffer_bounds_reading() {
+    let mut c = conn_with(ConnectionConfig {
+        body_buffer: 10,
+        ..ConnectionConfig::default()
+    });
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 30\r\n\r\n");
+    let id = next_request(&mut c);
+    c.receive(&[b'x'; 12]);
+    assert!(matches!(c.poll(), Step::Wait));
+    assert!(!c.wants_read(), "the app has not taken the body");
+    assert_eq!(
+        c.read_body(id, &mut out),
+        BodyRead::Data(vec![b'x'; 12], true)
+    );
+    assert!(c.wants_read());
+}
+
+#[test]
+fn invalid_input_fails_with_its_status() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(
+        b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    let Step::Fail(status) = c.poll() else {
+        panic!("expected a failure")
+    };
+    assert_eq!(status, 400);
+    assert_eq!(
+        c.fail(status, &mut out, None, None, 0.0),
+        FailOutcome::Answered
+    );
+    assert_eq!(statuses(&out), [400]);
+    assert_eq!(c.phase(), Phase::Closing);
+    assert!(c.wants_read(), "lingering reads and drops input");
+    c.receive(b"more");
+    assert!(matches!(c.poll(), Step::Wait));
+    assert_eq!(c.fail(400, &mut out, None, None, 0.0), FailOutcome::Ignored);
+}
+
+#[test]
+fn failing_after_the_response_started_loses_the_connection() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    let start = ResponsePart::Start {
+        status: 200,
+        headers: NO_HEADERS,
+        trailers: false,
+    };
+    c.send(id, &mut out, start, None, None, 0.0).expect("start");
+    assert_eq!(c.fail(500, &mut out, None, None, 0.0), FailOutcome::Lose);
+    assert!(c.lose());
+    assert!(!c.lose(), "losing twice is a no-op");
+    let part = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"",
+        more: false,
+    };
+    assert_eq!(
+        c.send(id, &mut out, part, None, None, 0.0),
+        Err(SendError::Disconnected)
+    );
+    assert_eq!(c.read_body(id, &mut out), BodyRead::Disconnect);
+}
+
+#[test]
+fn a_server_error_response_ends_the_exchange_for_the_app() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    assert_eq!(
+        c.fail(500, &mut out, None, None, 0.0),
+        FailOutcome::Answered
+    );
+    let ex = c.current(id).expect("still the current exchange");
+    assert!(ex.is_over() && ex.is_abandoned());
+    assert_eq!(ex.status(), 500);
+    let start = ResponsePart::Start {
+        status: 200,
+        headers: NO_HEADERS,
+        trailers: false,
+    };
+    assert_eq!(
+        c.send(id, &mut out, start, None, None, 0.0),
+        Err(SendError::Completed)
+    );
+}
+
+#[test]
+fn response_order_errors_write_nothing() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    let body = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"x",
+        more: false,
+    };
+    assert_eq!(
+        c.send(id, &mut out, body, None, None, 0.0),
+        Err(SendError::NotStarted)
+    );
+    let bad = ResponsePart::Start {
+        status: 200,
+        headers: [(&b"bad name"[..], &b"v"[..])],
+        trailers: false,
+    };
+    assert!(matches!(
+        c.send(id, &mut out, bad, None, None, 0.0),
+        Err(SendError::Invalid(_))
+    ));
+    assert!(out.is_empty());
+    let start = ResponsePart::Start {
+        status: 200,
+        headers: NO_HEADERS,
+        trailers: false,
+    };
+    c.send(id, &mut out, start, None, None, 0.0).expect("start");
+    let again = ResponsePart::Start {
+        status: 200,
+        headers: NO_HEADERS,
+        trailers: false,
+    };
+    assert_eq!(
+        c.send(id, &mut out, again, None, None, 0.0),
+        Err(SendError::AlreadyStarted)
+    );
+    let trailers = ResponsePart::Trailers {
+        headers: NO_HEADERS,
+        more: false,
+    };
+    assert_eq!(
+        c.send(id, &mut out, trailers, None, None, 0.0),
+        Err(SendError::TrailersNotDeclared)
+    );
+}
+
+#[test]
+fn declared_trailers_end_the_response() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    let start = ResponsePart::Start {
+        status: 200,
+        headers: NO_HEADERS,
+        trailers: true,
+    };
+    c.send(id, &mut out, start, None, None, 0.0).expect("start");
+    let body = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"hi",
+        more: false,
+    };
+    assert_eq!(c.send(id, &mut out, body, None, None, 0.0), Ok(None));
+    let more = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"",
+        more: false,
+    };
+    assert_eq!(
+        c.send(id, &mut out, more, None, None, 0.0),
+        Err(SendError::ExpectedTrailers)
+    );
+    let t = ResponsePart::Trailers {
+        headers: [(&b"x-sum"[..], &b"1"[..])],
+        more: false,
+    };
+    assert_eq!(c.send(id, &mut out, t, None, None, 0.0), Ok(Some(true)));
+    let (resp, _) = parse_response(&out, false).expect("valid");
+    assert_eq!(resp.trailers, [("x-sum".to_string(), "1".to_string())]);
+}
+
+#[test]
+fn a_late_partial_head_gets_408_and_a_silent_one_is_dropped() {
+    let config = ConnectionConfig {
+        timeout_request_head: 10.0,
+        ..ConnectionConfig::default()
+    };
+    let mut c = conn_with(config.clone());
+    c.receive(b"GET / HT");
+    assert!(matches!(c.poll(), Step::Wait));
+    assert_eq!(c.on_timer(9.9), TimerAction::Nothing);
+    assert_eq!(c.on_timer(10.0), TimerAction::Fail(408));
+
+    let mut c = conn_with(config);
+    assert_eq!(c.deadline(), Some(10.0));
+    assert_eq!(c.on_timer(10.0), TimerAction::Lose, "nothing was sent");
+}
+
+#[test]
+fn keep_alive_idle_then_head_timeout_from_the_previous_response() {
+    let mut c = conn_with(ConnectionConfig {
+        timeout_keep_alive: 5.0,
+        timeout_request_head: 8.0,
+        ..ConnectionConfig::default()
+    });
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    assert_eq!(c.deadline(), None, "no deadline while the app runs");
+    respond(&mut c, id, &mut out, b"", 100.0);
+    assert_eq!(c.deadline(), Some(105.0));
+    c.receive(b"GET");
+    assert!(matches!(c.poll(), Step::Wait));
+    assert_eq!(
+        c.deadline(),
+        Some(108.0),
+        "the head deadline runs from the response"
+    );
+    assert_eq!(c.on_timer(108.0), TimerAction::Fail(408));
+
+    let mut c = conn();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    respond(&mut c, id, &mut out, b"", 0.0);
+    assert_eq!(c.on_timer(5.0), TimerAction::Lose);
+}
+
+#[test]
+fn a_slow_body_is_dropped_after_its_grace_period() {
+    let mut c = conn_with(ConnectionConfig {
+        min_body_rate: Some(100.0),
+        body_rate_grace: 2.0,
+        ..ConnectionConfig::default()
+    });
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(matches!(c.read_body(id, &mut out), BodyRead::Wait { .. }));
+    // The first check credits nothing; then the wait accumulates.
+    for t in [0.0, 1.0, 2.0] {
+        assert_eq!(c.on_timer(t), TimerAction::Nothing, "at {t}");
+    }
+    c.receive(&[b'x'; 50]);
+    assert!(matches!(c.poll(), Step::Deliver));
+    c.take_delivery();
+    assert_eq!(
+        c.on_timer(2.5),
+        TimerAction::Lose,
+        "50 bytes in 2.5 s < 100 B/s"
+    );
+}
+
+#[test]
+fn closing_drains_then_lingers_then_ends() {
+    let mut c = conn_with(ConnectionConfig {
+        closing_drain: 10.0,
+        linger: 2.0,
+        ..ConnectionConfig::default()
+    });
+    assert!(c.close(0.0));
+    assert!(!c.close(0.0));
+    assert_eq!(c.deadline(), Some(10.0));
+    assert!(
+        c.output_flushed(1.0),
+        "half-close once the output is written"
+    );
+    assert!(!c.output_flushed(1.5), "once");
+    assert_eq!(c.deadline(), Some(3.0));
+    assert_eq!(c.on_timer(3.0), TimerAction::Lose);
+
+    let mut c = conn();
+    c.close(0.0);
+    assert_eq!(
+        c.on_timer(10.0),
+        TimerAction::Lose,
+        "the output never drained"
+    );
+}
+
+#[test]
+fn drain_closes_idle_connections_and_busy_ones_after_their_response() {
+    let mut c = conn();
+    assert_eq!(c.drain(false, 0.0), DrainAction::Lose);
+    let mut c = conn();
+    assert_eq!(c.drain(true, 0.0), DrainAction::Flush);
+    assert_eq!(c.phase(), Phase::Closing);
+
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    assert_eq!(c.drain(false, 0.0), DrainAction::AfterResponse);
+    assert!(
+        !respond(&mut c, id, &mut out, b"", 0.0),
+        "the last response"
+    );
+}
+
+#[test]
+fn eof_is_a_disconnect() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n");
+    let id = next_request(&mut c);
+    c.receive_eof();
+    assert!(!c.wants_read());
+    assert!(c.lose());
+    assert_eq!(c.read_body(id, &mut out), BodyRead::Disconnect);
+    assert!(c.current(id).is_some_and(|ex| ex.is_abandoned()));
+}

@@ -1,0 +1,253 @@
+//! A request's start and end as the app sees them: its scope, the app's
+//! call and its `AppTask`, and what the app's return means for the
+//! connection (a 500 for a response never started, a cut-short response).
+
+use super::app_task::AppTask;
+use super::connection::HttpConnection;
+use super::exchange::{Receive, Send};
+use super::proxy::{self, Trust};
+use super::scope;
+use super::server::HttpServer;
+use crate::net::Addr;
+use loop_http::RequestHead;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::net::IpAddr;
+
+/// The Python side of the current exchange: what the app waits on and the
+/// task that runs it. Replaced at each request.
+#[derive(Default)]
+pub(super) struct Waiters {
+    pub receive: Option<Py<PyAny>>,
+    pub send: Option<Py<PyAny>>,
+    pub task: Option<Py<PyAny>>,
+}
+
+/// An address as ASGI's `client`/`server` tuple.
+pub(super) fn addr_tuple(
+    py: Python<'_>,
+    addr: &Option<Addr>,
+    is_local: bool,
+) -> PyResult<Py<PyAny>> {
+    Ok(match addr {
+        Some(Addr::Inet(ip, port)) => {
+            let ip = match ip {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(*ip, IpAddr::V4),
+                v4 => *v4,
+            };
+            (ip.to_string(), *port)
+                .into_pyobject(py)?
+                .into_any()
+                .unbind()
+        }
+        // ASGI: a Unix socket server is `(path, None)`; its clients have no
+        // address.
+        Some(Addr::Unix(path)) if is_local => (path.as_str(), py.None())
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
+        _ => py.None(),
+    })
+}
+
+/// A complete head: run the app for it (or answer 503 over the limit).
+pub(super) fn start_request(conn: &Bound<'_, HttpConnection>, head: RequestHead) -> PyResult<()> {
+    let py = conn.py();
+    let server = conn.borrow().server.clone_ref(py);
+    let server = server.bind(py);
+    let over_limit = {
+        let srv = server.borrow();
+        srv.settings
+            .limit_concurrency
+            .is_some_and(|limit| srv.live_connections() > limit || srv.tasks >= limit)
+    };
+    if over_limit {
+        return HttpConnection::fail(conn, 503);
+    }
+    // Built before the state machine takes the head, with no borrow held:
+    // making Python objects can run a collector and any `__del__`.
+    let scope = match request_scope(conn, server, &head) {
+        Ok(scope) => scope,
+        Err(err) => {
+            HttpServer::log_app_error(server, &err)?;
+            return HttpConnection::fail(conn, 500);
+        }
+    };
+    let id = {
+        let mut me = conn.borrow_mut();
+        me.waiters = Waiters::default();
+        me.http.begin_request(head)
+    };
+    let app = server.borrow().app.clone_ref(py);
+    let receive = Bound::new(py, Receive::new(conn.clone().unbind(), id))?;
+    let send = Bound::new(py, Send::new(conn.clone().unbind(), id))?;
+    let coro = match app.bind(py).call1((scope, receive, send)) {
+        Ok(coro) => coro,
+        Err(err) => {
+            HttpServer::log_app_error(server, &err)?;
+            return HttpConnection::fail(conn, 500);
+        }
+    };
+    let event_loop = conn.borrow().event_loop.clone_ref(py);
+    let task = AppTask::new(py, coro, event_loop, conn.clone().unbind(), id)?;
+    server.borrow_mut().tasks += 1;
+    // The first step runs now; the app may well finish inside it.
+    AppTask::first_step(task.bind(py))?;
+    let running = !task.borrow(py).is_done();
+    let mut me = conn.borrow_mut();
+    if running && me.http.current(id).is_some() {
+        me.waiters.task = Some(task.into_any());
+    }
+    Ok(())
+}
+
+/// The request's scope, from the connection's base (made at its first
+/// request, when the lifespan state is known).
+fn request_scope<'py>(
+    conn: &Bound<'py, HttpConnection>,
+    server: &Bound<'py, HttpServer>,
+    head: &RequestHead,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = conn.py();
+    let state = server.borrow().state.as_ref().map(|s| s.bind(py).clone());
+    let (base, local, client, peer_ip, settings) = {
+        let me = conn.borrow();
+        (
+            me.scope_base.as_ref().map(|b| b.clone_ref(py)),
+            me.local.clone_ref(py),
+            me.client.clone_ref(py),
+            me.peer_ip,
+            me.settings.clone(),
+        )
+    };
+    let base = match base {
+        Some(base) => base.into_bound(py),
+        None => {
+            let base = scope::connection_base(
+                py,
+                local.bind(py),
+                client.bind(py),
+                &settings.root_path,
+                state.is_some(),
+            )?;
+            conn.borrow_mut().scope_base = Some(base.clone().unbind());
+            base
+        }
+    };
+    let (client, scheme) = client_and_scheme(py, settings.proxy.as_ref(), peer_ip, head)?;
+    scope::build(
+        py,
+        &base,
+        &scope::ScopeParts {
+            head,
+            client: client.as_ref(),
+            scheme,
+            root_path: &settings.root_path,
+            state: state.as_ref(),
+        },
+    )
+}
+
+/// What a trusted proxy says of the client (None: the peer) and the scheme.
+fn client_and_scheme<'py>(
+    py: Python<'py>,
+    trust: Option<&Trust>,
+    peer_ip: Option<IpAddr>,
+    head: &RequestHead,
+) -> PyResult<(Option<Bound<'py, PyAny>>, &'static str)> {
+    let Some(trust) = trust else {
+        return Ok((None, "http"));
+    };
+    let trusted = match peer_ip {
+        Some(ip) => trust.trusts(ip),
+        // A Unix-socket peer is the local proxy itself.
+        None => true,
+    };
+    if !trusted {
+        return Ok((None, "http"));
+    }
+    let fwd = proxy::resolve(trust, head.headers());
+    let scheme = fwd.scheme.unwrap_or("http");
+    match fwd.client {
+        Some(host) => Ok((Some((host, 0u16).into_pyobject(py)?.into_any()), scheme)),
+        None => Ok((None, scheme)),
+    }
+}
+
+/// How far the app got with its response.
+enum Progress {
+    NotStarted,
+    Started,
+    Complete,
+}
+
+/// The app's coroutine of exchange `id` finished: turn a missing or broken
+/// response into a 500 or a closed connection, and log app errors.
+pub(super) fn app_finished(
+    conn: &Bound<'_, HttpConnection>,
+    id: u64,
+    error: Option<Bound<'_, PyAny>>,
+    cancelled: bool,
+) -> PyResult<()> {
+    let py = conn.py();
+    let server = conn.borrow().server.clone_ref(py);
+    let server = server.bind(py);
+    {
+        let mut srv = server.borrow_mut();
+        srv.tasks = srv.tasks.saturating_sub(1);
+    }
+    if let Some(exc) = &error {
+        HttpServer::log_app_exception(server, exc)?;
+    }
+    let progress = {
+        let mut me = conn.borrow_mut();
+        let open = !me.http.is_closed();
+        let found = me.http.current(id).map(|ex| {
+            let progress = if ex.response_complete() {
+                Progress::Complete
+            } else if ex.response_started() {
+                Progress::Started
+            } else {
+                Progress::NotStarted
+            };
+            (open && !ex.is_abandoned(), progress)
+        });
+        if found.is_some() {
+            me.waiters.task = None;
+        }
+        found
+    };
+    let Some((open, progress)) = progress else {
+        return Ok(());
+    };
+    // As uvicorn: an app that stops because its client went away is not an
+    // error.
+    let quiet = error.is_some() || cancelled || !open;
+    match progress {
+        Progress::Complete => Ok(()),
+        Progress::NotStarted => {
+            if !quiet {
+                HttpServer::log_error(server, "ASGI callable returned without starting response.")?;
+            }
+            if open {
+                HttpConnection::fail(conn, 500)
+            } else {
+                Ok(())
+            }
+        }
+        Progress::Started => {
+            if !quiet {
+                HttpServer::log_error(
+                    server,
+                    "ASGI callable returned without completing response.",
+                )?;
+            }
+            HttpConnection::lose(conn)
+        }
+    }
+}
+
+/// The app's task of the current exchange, if it still runs.
+pub(super) fn running_task(conn: &HttpConnection, py: Python<'_>) -> Option<Py<PyAny>> {
+    conn.waiters.task.as_ref().map(|t| t.clone_ref(py))
+}
