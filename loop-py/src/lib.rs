@@ -13,7 +13,6 @@ mod errors;
 mod event_loop;
 mod gil_cell;
 mod handle;
-mod net;
 mod owner;
 mod pyapi;
 mod sockio;

@@ -14,6 +14,7 @@
 //! back to the Python transport (`_transport.py`), which owns the state.
 
 use crate::errors::os_error;
+use loop_transports::sys;
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::ffi;
 use pyo3::gc::PyVisit;
@@ -26,7 +27,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn send_slice(fd: RawFd, data: &[u8]) -> PyResult<usize> {
-    crate::net::send(fd, data).map_err(|e| os_error(&e))
+    sys::send(fd, data).map_err(|e| os_error(&e))
 }
 
 /// `sock.send(data)` on fd `fd`: the bytes sent. `data` is any contiguous
@@ -104,7 +105,7 @@ fn recv_slice(fd: RawFd, ptr: *mut u8, len: usize) -> PyResult<usize> {
     // SAFETY: the caller passes a live, writable region of `len` bytes that
     // stays valid (buffer export or GIL held) for the duration of the call.
     let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-    crate::net::recv(fd, buf).map_err(|e| os_error(&e))
+    sys::recv(fd, buf).map_err(|e| os_error(&e))
 }
 
 /// The stream transport's reader for a plain `Protocol`: per readable event
@@ -137,7 +138,7 @@ impl ReadPump {
         // PyBytes::new call back into nothing that could resize or free the
         // bytearray); the bytes object is a copy.
         let slice = unsafe { buffer.as_bytes_mut() };
-        crate::net::recv(self.fd, slice).map(|n| PyBytes::new(py, &slice[..n]))
+        sys::recv(self.fd, slice).map(|n| PyBytes::new(py, &slice[..n]))
     }
 
     /// Into a bytes object sized by `FIONREAD`: for a big read the ioctl
@@ -146,7 +147,7 @@ impl ReadPump {
     fn read_direct<'py>(&self, py: Python<'py>) -> PyResult<io::Result<Bound<'py, PyBytes>>> {
         let cap = self.buffer.bind(py).len();
         // A socket that cannot say (no FIONREAD) is read the usual way.
-        let waiting = crate::net::pending_input(self.fd).map_or(0, |n| n.min(cap));
+        let waiting = sys::pending_input(self.fd).map_or(0, |n| n.min(cap));
         if waiting < BULK_READ {
             return Ok(self.read_via_buffer(py));
         }
@@ -168,7 +169,7 @@ impl ReadPump {
                 waiting,
             )
         };
-        Ok(match crate::net::recv(self.fd, dst) {
+        Ok(match sys::recv(self.fd, dst) {
             // Only more can arrive after FIONREAD, so this is the rule.
             Ok(n) if n == waiting => Ok(bytes),
             Ok(n) => Ok(PyBytes::new(py, &dst[..n])),
@@ -308,7 +309,7 @@ impl WritePump {
         if bytes.is_empty() {
             return Ok(());
         }
-        let sent = crate::net::send(self.fd, bytes).map(|n| (n, bytes.len()));
+        let sent = sys::send(self.fd, bytes).map(|n| (n, bytes.len()));
         match sent {
             Ok((n, len)) if n == len => Ok(()),
             Ok((n, _)) => self.rest(py, data, n),

@@ -85,6 +85,9 @@ pub enum Error {
     /// (only reachable from a `Drop` impl of a buffered chunk).
     #[error("transport used re-entrantly while busy")]
     Reentrant,
+    /// A byte-stream layer (TLS, …) failed.
+    #[error("{0}")]
+    Layer(crate::layer::LayerError),
     /// The reactor refused a registration.
     #[error(transparent)]
     Reactor(#[from] loop_core::Error),

@@ -43,12 +43,13 @@ pub mod driver;
 pub mod error;
 pub mod fd;
 pub mod flow;
+pub mod layer;
 pub mod listener;
 pub mod pipe;
 pub mod protocol;
 pub mod socket;
 pub mod stream;
-mod sys;
+pub mod sys;
 pub mod write_buf;
 
 pub use connection::Transport;
@@ -57,6 +58,7 @@ pub use driver::{Driver, ListenerId};
 pub use error::{Error, Op};
 pub use fd::IoFd;
 pub use flow::WaterMarks;
+pub use layer::{ByteLayer, Eof, LayerError, LayerRead, LayeredStream};
 pub use listener::{AcceptStop, Accepted, ListenerCore};
 pub use protocol::StreamProtocol;
 pub use stream::{

@@ -21,10 +21,10 @@ use crate::socket;
 use crate::sys;
 use crate::write_buf::{Chunk, WriteBuffer, MAX_IOV};
 use loop_core::Interest;
-use socket2::SockAddr;
+use socket2::{SockAddr, SockRef};
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::os::fd::RawFd;
+use std::os::fd::{OwnedFd, RawFd};
 
 /// asyncio's `max_size` for one read (256 KiB).
 pub const DEFAULT_READ_BUFFER: usize = 256 * 1024;
@@ -189,6 +189,24 @@ impl StreamCore {
     pub fn socket(fd: IoFd, config: &StreamConfig) -> Result<StreamCore, Error> {
         socket::prepare_stream(&fd, config.nodelay)?;
         Ok(StreamCore::new(fd, StreamKind::Socket, State::Open, config))
+    }
+
+    /// A connection [`ListenerCore`](crate::ListenerCore) accepted: already
+    /// non-blocking and close-on-exec, so the only syscall left is
+    /// `TCP_NODELAY` when `tcp` (the listener's family says so) and the
+    /// config asks for it.
+    pub fn accepted(fd: OwnedFd, tcp: bool, config: &StreamConfig) -> Result<StreamCore, Error> {
+        if tcp && config.nodelay {
+            SockRef::from(&fd)
+                .set_tcp_nodelay(true)
+                .map_err(|e| Error::os(Op::SetOption, e))?;
+        }
+        Ok(StreamCore::new(
+            IoFd::owned(fd),
+            StreamKind::Socket,
+            State::Open,
+            config,
+        ))
     }
 
     /// A socket whose non-blocking connect is in progress. It wants
@@ -660,6 +678,17 @@ impl StreamCore {
     /// Close now: drop buffered data and queue `Closed(None)`.
     pub fn abort(&mut self) {
         self.force_close(None);
+    }
+
+    /// Abort with an RST: buffered data is dropped and closing the fd
+    /// resets the connection instead of ending it with a FIN (a server
+    /// shutting down past its grace period).
+    pub fn reset(&mut self) {
+        if self.fd.is_some() && self.kind == StreamKind::Socket {
+            // Failing (the socket is already dead) leaves a plain close.
+            let _ = sys::set_linger_zero(self.raw);
+        }
+        self.abort();
     }
 
     /// asyncio's `_fatal_error`: lose the connection with `err` (a protocol

@@ -1,4 +1,7 @@
-//! Thin, EINTR-retrying wrappers over the syscalls the cores make.
+//! Thin, EINTR-retrying wrappers over the raw syscalls on fds: the ones
+//! the cores make, and the ones the Python transports' GIL-kept fast paths
+//! make on fds they do not hand to a core (`loop-py`'s `sockio`). The one
+//! copy of them in the workspace.
 //!
 //! Socket writes use `send`/`sendmsg` with `MSG_NOSIGNAL` so a peer that
 //! went away gives `EPIPE` rather than `SIGPIPE`, even in an embedder that
@@ -26,38 +29,39 @@ fn retry<F: FnMut() -> isize>(mut f: F) -> io::Result<usize> {
     }
 }
 
-pub(crate) fn is_would_block(e: &io::Error) -> bool {
+/// `EAGAIN`/`EWOULDBLOCK`: try again once the fd is ready.
+pub fn is_would_block(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::WouldBlock
 }
 
-pub(crate) fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for `buf.len()` writable bytes.
     retry(|| unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
 }
 
-pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for `buf.len()` writable bytes.
     retry(|| unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) })
 }
 
-pub(crate) fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for `buf.len()` readable bytes.
     retry(|| unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
 }
 
-pub(crate) fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for `buf.len()` readable bytes.
     retry(|| unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) })
 }
 
-pub(crate) fn writev(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+pub fn writev(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
     let count = bufs.len().min(libc::c_int::MAX as usize) as libc::c_int;
     // SAFETY: `IoSlice` is ABI-compatible with `iovec` on unix, and each
     // slice is valid for reading for the duration of the call.
     retry(|| unsafe { libc::writev(fd, bufs.as_ptr().cast(), count) })
 }
 
-pub(crate) fn sendmsg(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+pub fn sendmsg(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
     // SAFETY: an all-zero msghdr is a valid empty message.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
@@ -67,12 +71,12 @@ pub(crate) fn sendmsg(fd: RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
     retry(|| unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) })
 }
 
-pub(crate) fn shutdown_write(fd: RawFd) -> io::Result<()> {
+pub fn shutdown_write(fd: RawFd) -> io::Result<()> {
     // SAFETY: plain syscall on an fd number; a bad fd is reported as EBADF.
     retry(|| unsafe { libc::shutdown(fd, libc::SHUT_WR) } as isize).map(drop)
 }
 
-pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
+pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
     // SAFETY: fcntl F_GETFL/F_SETFL on an fd number; errors are checked.
     let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) } as isize)? as libc::c_int;
     if flags & libc::O_NONBLOCK == 0 {
@@ -83,7 +87,7 @@ pub(crate) fn set_nonblocking(fd: RawFd) -> io::Result<()> {
 }
 
 /// True when `poll` reports the fd hung up or in error, without waiting.
-pub(crate) fn hung_up(fd: RawFd) -> io::Result<bool> {
+pub fn hung_up(fd: RawFd) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd,
         events: 0,
@@ -95,10 +99,38 @@ pub(crate) fn hung_up(fd: RawFd) -> io::Result<bool> {
 }
 
 /// The file type bits of `fd` (`S_IFIFO`, `S_IFSOCK`, …).
-pub(crate) fn file_type(fd: RawFd) -> io::Result<libc::mode_t> {
+pub fn file_type(fd: RawFd) -> io::Result<libc::mode_t> {
     // SAFETY: all-zero is a valid `stat` to be overwritten by fstat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a valid out-pointer for the call.
     retry(|| unsafe { libc::fstat(fd, &mut st) } as isize)?;
     Ok(st.st_mode & libc::S_IFMT)
+}
+
+/// Bytes waiting in a socket's receive queue (`FIONREAD`).
+pub fn pending_input(fd: RawFd) -> io::Result<usize> {
+    let mut count: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer, which is live.
+    retry(|| unsafe { libc::ioctl(fd, libc::FIONREAD, &mut count) } as isize)?;
+    Ok(usize::try_from(count).unwrap_or(0))
+}
+
+/// Make the coming `close` abortive: an RST instead of a FIN (`SO_LINGER`
+/// on with a zero timeout).
+pub fn set_linger_zero(fd: RawFd) -> io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid pointer to a `linger` of the stated size.
+    retry(|| unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    } as isize)
+    .map(drop)
 }

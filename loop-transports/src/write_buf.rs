@@ -7,7 +7,6 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::rc::Rc;
 use std::sync::Arc;
 
 /// Copies up to this size are appended to the tail chunk when it has room.
@@ -20,7 +19,9 @@ pub(crate) const MAX_IOV: usize = 64;
 /// Bytes handed to a transport by value, so they need not be copied.
 ///
 /// Only standard owned byte containers are accepted: dropping them runs no
-/// user code, so a core can drop buffered data while borrowed.
+/// user code, so a core can drop buffered data while borrowed. All of them
+/// are `Send`, so a core can move to another thread (and sit in a Python
+/// object).
 #[derive(Debug)]
 pub struct Chunk(Repr);
 
@@ -28,7 +29,6 @@ pub struct Chunk(Repr);
 enum Repr {
     Vec(Vec<u8>),
     Boxed(Box<[u8]>),
-    Rc(Rc<[u8]>),
     Arc(Arc<[u8]>),
     Static(&'static [u8]),
 }
@@ -38,7 +38,6 @@ impl Chunk {
         match &self.0 {
             Repr::Vec(v) => v,
             Repr::Boxed(b) => b,
-            Repr::Rc(r) => r,
             Repr::Arc(a) => a,
             Repr::Static(s) => s,
         }
@@ -62,12 +61,6 @@ impl From<Vec<u8>> for Chunk {
 impl From<Box<[u8]>> for Chunk {
     fn from(b: Box<[u8]>) -> Chunk {
         Chunk(Repr::Boxed(b))
-    }
-}
-
-impl From<Rc<[u8]>> for Chunk {
-    fn from(r: Rc<[u8]>) -> Chunk {
-        Chunk(Repr::Rc(r))
     }
 }
 

@@ -6,14 +6,14 @@ mod common;
 use common::*;
 use loop_transports::{Driver, StreamConfig, WaterMarks};
 use proptest::prelude::*;
-use std::rc::Rc;
+use std::sync::Arc;
 
 #[derive(Clone, Debug)]
 enum Op {
     Write(usize),
     Lines(Vec<usize>),
     Chunk(usize),
-    RcChunk(usize),
+    SharedChunk(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -21,7 +21,7 @@ fn op() -> impl Strategy<Value = Op> {
         (0usize..70_000).prop_map(Op::Write),
         prop::collection::vec(0usize..20_000, 0..6).prop_map(Op::Lines),
         (0usize..70_000).prop_map(Op::Chunk),
-        (0usize..5_000).prop_map(Op::RcChunk),
+        (0usize..5_000).prop_map(Op::SharedChunk),
     ]
 }
 
@@ -69,8 +69,8 @@ proptest! {
                     expected.extend_from_slice(&data);
                     t.write_chunk(data).unwrap();
                 }
-                Op::RcChunk(n) => {
-                    let data: Rc<[u8]> = pattern(*n, seed).into();
+                Op::SharedChunk(n) => {
+                    let data: Arc<[u8]> = pattern(*n, seed).into();
                     expected.extend_from_slice(&data);
                     t.write_chunk(data).unwrap();
                 }

@@ -11,7 +11,7 @@ use loop_transports::{
 use socket2::SockRef;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 fn driver() -> Driver {
@@ -480,9 +480,9 @@ fn owned_chunks_are_written_intact() {
     let (t, log, peer) = driven_pair(&mut d, &StreamConfig::default(), |_| {});
     small_buffers(&t, &peer);
     let a = pattern(300_000, 9);
-    let b: Rc<[u8]> = pattern(100_000, 10).into();
+    let b: Arc<[u8]> = pattern(100_000, 10).into();
     t.write_chunk(a.clone()).unwrap();
-    t.write_chunk(Rc::clone(&b)).unwrap();
+    t.write_chunk(Arc::clone(&b)).unwrap();
     t.write_chunk(&b"static tail"[..]).unwrap();
     t.close();
     let reader = read_to_end_in_thread(peer);

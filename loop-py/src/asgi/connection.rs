@@ -3,26 +3,28 @@
 //! decides everything HTTP (framing, pipelining, keep-alive, `100
 //! Continue`, deadlines, how the connection ends).
 //!
-//! Reads land in the server's shared buffer and only unconsumed bytes are
-//! kept per connection, so an idle keep-alive connection costs a few hundred
-//! bytes.
+//! The socket is a `loop_transports::LayeredStream` (plain bytes today; a
+//! TLS session is a layer): it writes at once and buffers only what the
+//! kernel refuses, half-closes, and closes or resets. Reads land in the
+//! server's shared buffer and only unconsumed bytes are kept per
+//! connection, so an idle keep-alive connection costs a few hundred bytes.
 //!
 //! Borrow rule: a `PyRefMut` of the connection is never held across a call
 //! into Python (app, futures, logging, the loop's registration methods).
 //! Methods compute what to do under the borrow and act after dropping it.
 
+use super::dispatch::Addr;
 use super::dispatch::Waiters;
 use super::exchange;
 use super::server::HttpServer;
 use super::settings::{Settings, WRITE_HIGH, WRITE_LOW};
 use crate::event_loop::Loop;
-use crate::net::{self, Addr};
 use loop_core::clock;
 use loop_http::{ConnectionConfig, DrainAction, FailOutcome, ServerConnection, Step, TimerAction};
+use loop_transports::{LayerRead, LayeredStream, Write};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyTuple};
-use std::io;
 use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -50,8 +52,11 @@ pub struct HttpConnection {
     /// Output waits for the server's end-of-tick flush.
     pub(super) corked: bool,
     pub(super) http: ServerConnection,
-    wbuf: Vec<u8>,
-    woff: usize,
+    /// The socket; `None` once the connection is lost (its fd closed).
+    stream: Option<LayeredStream>,
+    /// Response bytes not handed to the stream yet (a corked response, a
+    /// head waiting for its body).
+    out: Vec<u8>,
     /// The current exchange's futures and task.
     pub(super) waiters: Waiters,
     /// A `send()` is decoding its message (which can run Python code, a
@@ -85,11 +90,12 @@ impl HttpConnection {
         event_loop: Py<Loop>,
         settings: Arc<Settings>,
         config: Arc<ConnectionConfig>,
-        fd: RawFd,
+        stream: LayeredStream,
         peer: Option<Addr>,
         slot: usize,
     ) -> PyResult<Self> {
-        let local = net::local_addr(fd);
+        let local = stream.core().local_addr().ok().and_then(|a| Addr::of(&a));
+        let fd = stream.core().fd();
         let client_text = match &peer {
             Some(Addr::Inet(ip, port)) => format!("{ip}:{port}"),
             _ => String::new(),
@@ -116,8 +122,8 @@ impl HttpConnection {
             writing: false,
             corked: false,
             http: ServerConnection::new(config, clock::monotonic()),
-            wbuf: Vec::new(),
-            woff: 0,
+            stream: Some(stream),
+            out: Vec::new(),
             waiters: Waiters::default(),
             sending: false,
         })
@@ -134,7 +140,7 @@ impl HttpConnection {
     }
 
     fn buffered_out(&self) -> usize {
-        self.wbuf.len() - self.woff
+        self.out.len() + self.stream.as_ref().map_or(0, LayeredStream::buffered)
     }
 
     /// Bring the loop's reader/writer registrations in line with the state.
@@ -145,9 +151,12 @@ impl HttpConnection {
             let Some(cbs) = me.callbacks.as_ref() else {
                 return Ok(());
             };
+            let Some(stream) = me.stream.as_ref() else {
+                return Ok(());
+            };
             let open = !me.http.is_closed();
-            let want_read = open && me.http.wants_read();
-            let want_write = open && me.buffered_out() > 0 && !me.corked;
+            let want_read = open && stream.wants_read(me.http.wants_read());
+            let want_write = open && (stream.wants_write() || (!me.out.is_empty() && !me.corked));
             if want_read == me.reading && want_write == me.writing {
                 return Ok(()); // the common case: nothing to change
             }
@@ -225,7 +234,7 @@ impl HttpConnection {
         &mut self,
         f: impl FnOnce(&mut ServerConnection, &mut Vec<u8>) -> R,
     ) -> R {
-        f(&mut self.http, &mut self.wbuf)
+        f(&mut self.http, &mut self.out)
     }
 
     /// Answer `status` (no app involved, or before the response started)
@@ -260,39 +269,39 @@ impl HttpConnection {
 
     /// Write what is buffered; half-close when a closing connection drained.
     pub(super) fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let result = slf.borrow_mut().write_buffered();
-        if result.is_err() {
+        let lost = slf.borrow_mut().write_out();
+        if lost {
             return Self::lose(slf);
         }
         {
-            let mut me = slf.borrow_mut();
+            let mut guard = slf.borrow_mut();
+            let me = &mut *guard;
             if me.buffered_out() == 0 && me.http.output_flushed(clock::monotonic()) {
-                net::shutdown_write(me.fd);
+                if let Some(stream) = me.stream.as_mut() {
+                    // The peer may be gone already: then reading says so.
+                    let _ = stream.shutdown();
+                }
             }
         }
         exchange::release_writer(slf)?;
         Self::sync_interest(slf)
     }
 
-    fn write_buffered(&mut self) -> io::Result<()> {
-        while self.woff < self.wbuf.len() {
-            match net::send(self.fd, &self.wbuf[self.woff..]) {
-                Ok(n) => self.woff += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e),
+    /// Hand `out` to the stream (sent now, the rest buffered there); true
+    /// when the connection turned out lost.
+    fn write_out(&mut self) -> bool {
+        let Some(stream) = self.stream.as_mut() else {
+            return false;
+        };
+        let mut lost = false;
+        if !self.out.is_empty() {
+            lost = !matches!(stream.write(&self.out), Ok(Write::Accepted));
+            self.out.clear();
+            if self.out.capacity() > 256 * 1024 {
+                self.out = Vec::new();
             }
         }
-        if self.woff == self.wbuf.len() {
-            self.wbuf.clear();
-            self.woff = 0;
-            if self.wbuf.capacity() > 256 * 1024 {
-                self.wbuf = Vec::new();
-            }
-        } else if self.woff > 64 * 1024 && self.woff * 2 > self.wbuf.len() {
-            self.wbuf.drain(..self.woff);
-            self.woff = 0;
-        }
-        Ok(())
+        lost || stream.take_closed().is_some()
     }
 
     pub(super) fn close_gracefully(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -375,15 +384,15 @@ impl HttpConnection {
     /// socket and tell the app.
     pub(super) fn lose(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let (fd, reading, writing, event_loop, server, slot) = {
+        let (stream, fd, reading, writing, event_loop, server, slot) = {
             let mut me = slf.borrow_mut();
             if !me.http.lose() {
                 return Ok(());
             }
-            me.wbuf = Vec::new();
-            me.woff = 0;
+            me.out = Vec::new();
             let fd = std::mem::replace(&mut me.fd, -1);
             (
+                me.stream.take(),
                 fd,
                 std::mem::take(&mut me.reading),
                 std::mem::take(&mut me.writing),
@@ -402,7 +411,9 @@ impl HttpConnection {
             if writing {
                 let _ = Loop::remove_fd_callback(lp, fd_obj.as_any(), true);
             }
-            net::close(fd);
+        }
+        if let Some(mut stream) = stream {
+            stream.close_fd();
         }
         HttpServer::forget(server.bind(py), slot);
         exchange::end_for_app(slf)?;
@@ -414,9 +425,8 @@ impl HttpConnection {
 
     /// Close now with an RST (server shutting down past its grace period).
     pub(super) fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let fd = slf.borrow().fd;
-        if fd >= 0 {
-            net::set_linger_zero(fd);
+        if let Some(stream) = slf.borrow_mut().stream.as_mut() {
+            stream.reset();
         }
         Self::lose(slf)
     }
@@ -457,35 +467,35 @@ impl HttpConnection {
         let outcome = {
             let mut guard = slf.borrow_mut();
             let me = &mut *guard;
-            if me.fd < 0 {
+            let Some(stream) = me.stream.as_mut() else {
                 return Ok(());
-            }
+            };
             let server = me.server.clone_ref(py);
             let mut srv = server.bind(py).borrow_mut();
-            let buf = srv.read_buffer();
-            match net::recv(me.fd, buf) {
-                Ok(0) => Err(()),
-                Ok(n) => {
-                    me.http.receive(&buf[..n]);
-                    Ok(())
+            match stream.read_into(srv.read_buffer()) {
+                Ok(LayerRead::Data(data)) => {
+                    me.http.receive(data);
+                    true
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(_) => Err(()),
+                Ok(LayerRead::Done) => stream.take_closed().is_none(),
+                Ok(LayerRead::Eof(_)) | Err(_) => false,
             }
         };
-        match outcome {
-            Ok(()) => Self::process(slf),
-            Err(()) => {
-                // EOF or reset: the state machine takes EOF as a
-                // disconnect (a half-closing HTTP client cannot rely on
-                // reading the response).
-                slf.borrow_mut().http.receive_eof();
-                Self::lose(slf)
-            }
+        if outcome {
+            Self::process(slf)
+        } else {
+            // EOF or reset: the state machine takes EOF as a disconnect
+            // (a half-closing HTTP client cannot rely on reading the
+            // response).
+            slf.borrow_mut().http.receive_eof();
+            Self::lose(slf)
         }
     }
 
     fn _on_writable(slf: &Bound<'_, Self>) -> PyResult<()> {
+        if let Some(stream) = slf.borrow_mut().stream.as_mut() {
+            stream.on_writable();
+        }
         Self::flush(slf)
     }
 

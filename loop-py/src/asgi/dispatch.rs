@@ -8,11 +8,40 @@ use super::exchange::{Receive, Send};
 use super::proxy::{self, Trust};
 use super::scope;
 use super::server::HttpServer;
-use crate::net::Addr;
 use loop_http::RequestHead;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use socket2::SockAddr;
 use std::net::IpAddr;
+
+/// A socket address as the scope shows it: TCP (v4/v6) or a Unix path
+/// (empty when unnamed; an abstract name keeps its leading NUL).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Addr {
+    Inet(IpAddr, u16),
+    Unix(String),
+}
+
+impl Addr {
+    pub fn of(addr: &SockAddr) -> Option<Addr> {
+        if let Some(inet) = addr.as_socket() {
+            return Some(Addr::Inet(inet.ip(), inet.port()));
+        }
+        if !addr.is_unix() {
+            return None;
+        }
+        let text = if let Some(path) = addr.as_pathname() {
+            path.to_string_lossy().into_owned()
+        } else if let Some(name) = addr.as_abstract_namespace() {
+            let mut text = String::from('\0');
+            text.push_str(&String::from_utf8_lossy(name));
+            text
+        } else {
+            String::new()
+        };
+        Some(Addr::Unix(text))
+    }
+}
 
 /// The Python side of the current exchange: what the app waits on and the
 /// task that runs it. Replaced at each request.

@@ -4,12 +4,16 @@
 //! (`ferroloop/_server/`).
 
 use super::connection::{connection_config, HttpConnection};
+use super::dispatch::Addr;
 use super::proxy::Trust;
 use super::settings::{Settings, READ_CHUNK};
+use crate::errors::os_error;
 use crate::event_loop::{Loop, TickEnd};
-use crate::net;
 use loop_core::clock;
 use loop_http::{ConnectionConfig, DateCache, Limits};
+use loop_transports::{
+    AcceptStop, Accepted, IoFd, LayeredStream, ListenerCore, StreamConfig, StreamCore,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::gc::PyVisit;
 use pyo3::intern;
@@ -64,7 +68,7 @@ impl TickEnd for FlushCorked {
 }
 
 struct Listener {
-    fd: RawFd,
+    core: ListenerCore,
     tcp: bool,
     active: bool,
 }
@@ -219,71 +223,91 @@ impl HttpServer {
 
     fn accept_from(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
         let py = slf.py();
-        let tcp = match slf.borrow().listeners.iter().find(|l| l.fd == fd) {
-            Some(l) if l.active => l.tcp,
-            _ => return Ok(()),
+        let mut accepted = Vec::new();
+        let (tcp, stop) = {
+            let mut me = slf.borrow_mut();
+            match me.listeners.iter_mut().find(|l| l.core.fd() == fd) {
+                Some(l) if l.active => (l.tcp, l.core.accept_batch(&mut accepted)),
+                _ => return Ok(()),
+            }
         };
-        for _ in 0..ACCEPT_BATCH {
-            let (conn_fd, peer) = match net::accept(fd) {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) if net::is_fd_exhaustion(&e) => return Self::back_off(slf, fd, &e),
-                // The peer gave up before we accepted (ECONNABORTED, …).
+        let config = StreamConfig {
+            nodelay: true,
+            ..StreamConfig::default()
+        };
+        for Accepted { fd: conn_fd, peer } in accepted {
+            let stream = match StreamCore::accepted(conn_fd, tcp, &config) {
+                Ok(core) => LayeredStream::plain(core),
+                // The socket died before its first syscall: it is closed.
                 Err(_) => continue,
             };
-            if tcp {
-                net::set_nodelay(conn_fd);
+            Self::adopt(slf, stream, Addr::of(&peer))?;
+        }
+        match stop {
+            AcceptStop::ResourceLimit(err) => Self::back_off(slf, fd, &err),
+            // Drained, or more may wait (the next readiness event says),
+            // or a listener error asyncio would log and go on from: the
+            // peer gave up before we accepted (ECONNABORTED, …) is
+            // skipped inside the batch already.
+            AcceptStop::Drained | AcceptStop::BatchFull | AcceptStop::Failed(_) => {
+                let _ = py;
+                Ok(())
             }
-            let (slot, event_loop, settings, config) = {
-                let mut me = slf.borrow_mut();
-                let slot = match me.free.pop() {
-                    Some(slot) => slot,
-                    None => {
-                        me.conns.push(None);
-                        me.conns.len() - 1
-                    }
-                };
-                (
-                    slot,
-                    me.event_loop.clone_ref(py),
-                    me.settings.clone(),
-                    me.conn_config.clone(),
-                )
-            };
-            let conn = HttpConnection::new(
-                py,
-                slf.clone().unbind(),
-                event_loop,
-                settings,
-                config,
-                conn_fd,
-                peer,
-                slot,
-            );
-            let conn = match conn.and_then(|c| Bound::new(py, c)) {
-                Ok(conn) => conn,
-                Err(err) => {
-                    net::close(conn_fd);
-                    slf.borrow_mut().free.push(slot);
-                    return Err(err);
+        }
+    }
+
+    /// Make an accepted stream a connection of this server and start it.
+    fn adopt(slf: &Bound<'_, Self>, stream: LayeredStream, peer: Option<Addr>) -> PyResult<()> {
+        let py = slf.py();
+        let (slot, event_loop, settings, config) = {
+            let mut me = slf.borrow_mut();
+            let slot = match me.free.pop() {
+                Some(slot) => slot,
+                None => {
+                    me.conns.push(None);
+                    me.conns.len() - 1
                 }
             };
-            {
-                let mut me = slf.borrow_mut();
-                me.conns[slot] = Some(conn.clone().unbind());
-                me.live += 1;
-            }
-            if let Err(err) = HttpConnection::start(&conn) {
-                HttpConnection::lose(&conn)?;
+            (
+                slot,
+                me.event_loop.clone_ref(py),
+                me.settings.clone(),
+                me.conn_config.clone(),
+            )
+        };
+        let conn = HttpConnection::new(
+            py,
+            slf.clone().unbind(),
+            event_loop,
+            settings,
+            config,
+            stream,
+            peer,
+            slot,
+        );
+        // On an error the stream (and its fd) is dropped with it.
+        let conn = match conn.and_then(|c| Bound::new(py, c)) {
+            Ok(conn) => conn,
+            Err(err) => {
+                slf.borrow_mut().free.push(slot);
                 return Err(err);
             }
+        };
+        {
+            let mut me = slf.borrow_mut();
+            me.conns[slot] = Some(conn.clone().unbind());
+            me.live += 1;
+        }
+        if let Err(err) = HttpConnection::start(&conn) {
+            HttpConnection::lose(&conn)?;
+            return Err(err);
         }
         Ok(())
     }
 
     /// Out of fds: stop accepting for a while (the backlog keeps the
     /// clients) instead of spinning on a listener that stays readable.
-    fn back_off(slf: &Bound<'_, Self>, fd: RawFd, err: &std::io::Error) -> PyResult<()> {
+    fn back_off(slf: &Bound<'_, Self>, fd: RawFd, err: &loop_transports::Error) -> PyResult<()> {
         let py = slf.py();
         let event_loop = slf.borrow().event_loop.clone_ref(py);
         Loop::remove_fd_callback(event_loop.bind(py), PyInt::new(py, fd).as_any(), false)?;
@@ -441,8 +465,12 @@ impl HttpServer {
     /// Start accepting on a bound, listening, non-blocking socket's fd
     /// (the caller keeps the socket object and closes it).
     fn listen(slf: &Bound<'_, Self>, fd: RawFd, tcp: bool) -> PyResult<()> {
+        // SAFETY: the Python server keeps the socket object open until
+        // after `stop_accepting`, which forgets the fd here.
+        let borrowed = unsafe { IoFd::borrow_raw(fd) };
+        let core = ListenerCore::new(borrowed, ACCEPT_BATCH).map_err(|e| os_error(&e.into()))?;
         slf.borrow_mut().listeners.push(Listener {
-            fd,
+            core,
             tcp,
             active: true,
         });
@@ -461,7 +489,12 @@ impl HttpServer {
             let mut me = slf.borrow_mut();
             me.listeners
                 .iter_mut()
-                .filter_map(|l| std::mem::replace(&mut l.active, false).then_some(l.fd))
+                .filter_map(|l| {
+                    let fd = l.core.fd();
+                    // Forget the borrowed fd: its socket closes after this.
+                    l.core.close_fd();
+                    std::mem::replace(&mut l.active, false).then_some(fd)
+                })
                 .collect()
         };
         for fd in fds {
@@ -517,7 +550,7 @@ impl HttpServer {
             .borrow()
             .listeners
             .iter()
-            .any(|l| l.fd == fd && l.active);
+            .any(|l| l.core.fd() == fd && l.active);
         if active {
             Self::watch_listener(slf, fd)?;
         }
