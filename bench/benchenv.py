@@ -167,7 +167,7 @@ def unpack_baseline(python: Path, wheel: Path, env: BenchEnv) -> Path | None:
     target = BASELINE_CACHE / f"{sha[:16]}-py{version}"
     env.wheels[BASE] = {"wheel": wheel.name, "sha256": sha, "dir": str(target)}
     done = target / ".unpacked"  # written last: a half-made directory is redone
-    if done.is_file():
+    if done.is_file() and (target / "ferroloop").is_dir():
         env.log.append(f"baseline {wheel.name} (sha256 {sha[:16]}) reused from {target}")
         return target
     shutil.rmtree(target, ignore_errors=True)
