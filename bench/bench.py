@@ -8,8 +8,12 @@
     python bench/bench.py all   [COMMON] [--client XTASK] [--plaintext BIN]
     python bench/bench.py compare OLD.json NEW.json [--threshold 0.10]
 
-COMMON: [--quick] [--rounds N] [--ferroloop-wheel WHEEL] [--venv DIR] [--out DIR]
-        [--compare OLD.json|DIR ...] [--threshold 0.10]
+COMMON: [--quick] [--rounds N] [--ferroloop-wheel WHEEL] [--baseline-wheel WHEEL]
+        [--venv DIR] [--out DIR] [--compare OLD.json|DIR ...] [--threshold 0.10]
+
+--baseline-wheel adds the contender ferroloop-base: ferroloop as that wheel
+built it (the code before a change), interleaved with the others, and the
+report's paired ratios ferroloop/ferroloop-base.
 
 A suite writes SUITE-<timestamp>.json/.md and SUITE-latest.json/.md to --out
 and prints the markdown; `all` runs sched, echo and http in turn.  Exit
@@ -42,7 +46,7 @@ import http_suite
 import report
 import sched_report
 import sched_suite
-from contenders import CONTENDERS, CORE
+from contenders import BASE, CONTENDERS, CORE
 from echo_workloads import WORKLOADS as ECHO_WORKLOADS
 from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
@@ -75,7 +79,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _where(record: dict) -> str:
-    return f"[round {record['round'] + 1}] {record['workload']:<22} {record['contender']:<10}"
+    return f"[round {record['round'] + 1}] {record['workload']:<22} {record['contender']:<14}"
 
 
 def _outcome(record: dict, figures: str) -> str:
@@ -121,8 +125,10 @@ class Contenders:
         core: tuple[str, ...] = CORE,
     ) -> None:
         self.explicit = args.contenders is not None
-        self.names = args.contenders or list(known)
-        self.env = benchenv.prepare(args.venv, dists(self.names), args.ferroloop_wheel)
+        self.names = with_base(args.contenders or [n for n in known if n != BASE], args)
+        self.env = benchenv.prepare(
+            args.venv, dists(self.names), args.ferroloop_wheel, args.baseline_wheel
+        )
         for line in self.env.log:
             print(f"bench venv: {line}", file=sys.stderr)
         self.found = probe(self.env, self.names) if probe else self.env.probe(self.names)
@@ -131,15 +137,30 @@ class Contenders:
         self.runnable = [c for c in self.names if self.found[c]["available"]]
         # Ours (asyncio and ferroloop; for http ferroloop and rust-plaintext)
         # must load when asked for by name (ferroloop also when a wheel was
-        # given); a missing peer is only noted.
+        # given, ferroloop-base always: it only runs with its wheel); a
+        # missing peer is only noted.
         required = [
             c
             for c in self.names
-            if c in core and (self.explicit or (c == SUBJECT and args.ferroloop_wheel is not None))
+            if c in core
+            and (
+                self.explicit
+                or c == BASE
+                or (c == SUBJECT and args.ferroloop_wheel is not None)
+            )
         ]
         self.missing = [
             f"{c}: {self.found[c]['reason']}" for c in required if not self.found[c]["available"]
         ]
+
+
+def with_base(names: list[str], args: argparse.Namespace) -> list[str]:
+    """`names` with ferroloop-base when --baseline-wheel is given, right
+    after ferroloop so the two sit side by side in every table."""
+    if args.baseline_wheel is None or BASE in names:
+        return names
+    at = names.index(SUBJECT) + 1 if SUBJECT in names else len(names)
+    return names[:at] + [BASE] + names[at:]
 
 
 def _rounds(args: argparse.Namespace, suite: str) -> int:
@@ -209,7 +230,7 @@ def run_sched(args: argparse.Namespace) -> int:
     method = {"rounds": rounds, "quick": args.quick, "n_divisor": divisor, "cpu": cpu}
     result = _result("sched", started, args, contenders, method)
     records = sched_suite.run(
-        contenders.env.python, contenders.runnable, workloads, rounds, divisor, cpu, _sched_progress
+        contenders.env, contenders.runnable, workloads, rounds, divisor, cpu, _sched_progress
     )
     result |= {
         "duration_s": time.time() - started,
@@ -251,7 +272,7 @@ def run_echo(args: argparse.Namespace) -> int:
     }
     result = _result("echo", started, args, contenders, method)
     records = echo_suite.run(
-        contenders.env.python,
+        contenders.env,
         args.client,
         contenders.runnable,
         workloads,
@@ -287,7 +308,7 @@ def run_http(args: argparse.Namespace) -> int:
         args,
         known=http_servers.SERVERS,
         dists=lambda names: {n: http_servers.SERVERS[n].dists for n in names},
-        probe=lambda env, names: http_servers.probe(env.python, names, plaintext, build_error),
+        probe=lambda env, names: http_servers.probe(env, names, plaintext, build_error),
         core=http_servers.CORE,
     )
     if contenders is None:
@@ -315,7 +336,7 @@ def run_http(args: argparse.Namespace) -> int:
     }
     result = _result("http", started, args, contenders, method)
     records = http_suite.run(
-        contenders.env.python,
+        contenders.env,
         wrk,
         plaintext,
         contenders.runnable,
@@ -398,6 +419,14 @@ def _common_options() -> argparse.ArgumentParser:
     )
     common.add_argument("--ferroloop-wheel", type=Path, help="wheel to force-reinstall in the venv")
     common.add_argument(
+        "--baseline-wheel",
+        type=Path,
+        metavar="WHEEL",
+        help=f"add the contender {BASE}: ferroloop from this wheel (e.g. the build before a "
+        "change), unpacked into target/bench-baseline/<sha256> and put first on its processes' "
+        f"PYTHONPATH; the report gives the paired ratios ferroloop/{BASE}",
+    )
+    common.add_argument(
         "--venv",
         type=Path,
         default=REPO / "target" / "bench-venv",
@@ -437,7 +466,8 @@ def main() -> int:
     loops.add_argument(
         "--contenders",
         type=lambda s: _names(s, CONTENDERS, "contender"),
-        help=f"comma-separated, default all: {','.join(CONTENDERS)}",
+        help=f"comma-separated, default all: {','.join(c for c in CONTENDERS if c != BASE)} "
+        f"(and {BASE} with --baseline-wheel)",
     )
     client = argparse.ArgumentParser(add_help=False)
     client.add_argument(
@@ -475,7 +505,8 @@ def main() -> int:
     http.add_argument(
         "--contenders",
         type=lambda s: _names(s, http_servers.SERVERS, "server"),
-        help=f"comma-separated, default all: {','.join(http_servers.SERVERS)}",
+        help=f"comma-separated, default all: "
+        f"{','.join(s for s in http_servers.SERVERS if s != BASE)} (and {BASE} with --baseline-wheel)",
     )
     http.add_argument(
         "--workloads",
@@ -508,6 +539,11 @@ def main() -> int:
         path = getattr(args, option, None)
         if path is not None and not os.access(path, os.X_OK):
             parser.error(f"--{option}: not an executable file: {path}")
+    wheel = getattr(args, "baseline_wheel", None)
+    if wheel is not None and not (wheel.is_file() and wheel.name.endswith(".whl")):
+        parser.error(f"--baseline-wheel: not a wheel file: {wheel}")
+    if BASE in (getattr(args, "contenders", None) or ()) and wheel is None:
+        parser.error(f"--contenders {BASE} needs --baseline-wheel WHEEL")
     if hasattr(args, "compare"):
         args.baselines = _baselines(args.compare)
     return args.func(args)

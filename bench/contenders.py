@@ -6,8 +6,13 @@ probes which contenders import there:
 
     <venv>/bin/python bench/contenders.py NAME...
 
-and prints one JSON object: name -> {"available": true, "version", "loop_class"}
-or {"available": false, "reason"}.
+and prints one JSON object: name -> {"available": true, "version", "loop_class",
+"module_file"} or {"available": false, "reason"}.
+
+`ferroloop-base` is ferroloop as built by another wheel (`--baseline-wheel`):
+the same module, imported from a directory the harness puts first on the
+PYTHONPATH of that contender's processes (`benchenv.py`), so that a change
+is measured against the code before it in the same run.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ CONTENDERS: dict[str, Contender] = {
     for c in (
         Contender("asyncio", "asyncio", None),
         Contender("ferroloop", "ferroloop", "ferroloop"),
+        Contender("ferroloop-base", "ferroloop", "ferroloop"),
         Contender("uvloop", "uvloop", "uvloop"),
         Contender("rloop", "rloop", "rloop"),
         Contender("cadeloop", "cadeloop", "cadeloop"),
@@ -44,8 +50,10 @@ CONTENDERS: dict[str, Contender] = {
     )
 }
 
+# ferroloop before the change under test: only with --baseline-wheel.
+BASE = "ferroloop-base"
 # The loops whose failure is ours to fix: they fail the run; peers only get noted.
-CORE = ("asyncio", "ferroloop")
+CORE = ("asyncio", "ferroloop", BASE)
 # Peers installed from PyPI into the bench venv.
 PEERS = tuple(name for name in CONTENDERS if name not in CORE)
 
@@ -59,13 +67,24 @@ def version(name: str) -> str:
     return platform.python_version() if dist is None else importlib.metadata.version(dist)
 
 
+def module_file(name: str) -> str:
+    """Where this process imported the contender's module from (for
+    ferroloop-base the harness checks it is the baseline's directory)."""
+    return importlib.import_module(CONTENDERS[name].module).__file__
+
+
 def probe(name: str) -> dict:
     """Import the contender, build and close one loop; report what happened."""
     try:
         loop = loop_factory(name)()
         loop_class = f"{type(loop).__module__}.{type(loop).__qualname__}"
         loop.close()
-        return {"available": True, "version": version(name), "loop_class": loop_class}
+        return {
+            "available": True,
+            "version": version(name),
+            "loop_class": loop_class,
+            "module_file": module_file(name),
+        }
     except Exception as exc:  # any failure means "unavailable", with its reason
         return {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
 

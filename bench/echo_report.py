@@ -79,6 +79,11 @@ def markdown(result: dict) -> str:
             ("msgs_per_s", "msgs_per_cpu_s", "peak_rss_mib"),
             missing="n/a",
         )
+    lines += report.base_table(
+        result,
+        _label,
+        (("msgs_per_cpu_s", "msgs per server CPU-s"), ("msgs_per_s", "msgs/s")),
+    )
     lines.append(
         "Cells: medians over rounds; (×N) and ratios: median over rounds of the paired "
         "ratio (each round's figure divided by the other's in the same round). For "

@@ -2,7 +2,8 @@
 
     <venv>/bin/python bench/echo_server.py CONTENDER protocol|streams
 
-Listens on a free port of 127.0.0.1 and prints {"port": N} once accepting.
+Listens on a free port of 127.0.0.1 and prints {"port": N, "module_file":
+PATH} once accepting (PATH: where the contender's loop was imported from).
 Echoes everything it receives until its stdin closes, then prints one JSON
 line and exits (0 only for "ok"):
 
@@ -21,7 +22,7 @@ import json
 import sys
 import threading
 
-from contenders import CONTENDERS, loop_factory
+from contenders import CONTENDERS, loop_factory, module_file
 
 # Bytes per read in the streams server: the StreamReader's default limit.
 READ_SIZE = 64 * 1024
@@ -91,7 +92,7 @@ def stop_when_stdin_closes(loop: asyncio.AbstractEventLoop, stop: asyncio.Future
     threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
 
 
-async def serve(kind: str) -> None:
+async def serve(contender: str, kind: str) -> None:
     loop = asyncio.get_running_loop()
     if kind == "protocol":
         server = await loop.create_server(EchoProtocol, "127.0.0.1", 0)
@@ -100,7 +101,7 @@ async def serve(kind: str) -> None:
     port = server.sockets[0].getsockname()[1]
     stop = loop.create_future()
     stop_when_stdin_closes(loop, stop)
-    print(json.dumps({"port": port}), flush=True)
+    print(json.dumps({"port": port, "module_file": module_file(contender)}), flush=True)
     await stop
     server.close()
 
@@ -116,7 +117,7 @@ def main() -> int:
     loop.set_exception_handler(errors)
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(serve(args.kind))
+        loop.run_until_complete(serve(args.contender, args.kind))
     finally:
         asyncio.set_event_loop(None)
         loop.close()

@@ -13,6 +13,8 @@ and checks that nothing follows the last echo; the server counts what it
 received, which must equal what the client sent, over as many connections as
 the client opened.  A server that does not close a connection after the
 client's half-close is noted (`unclosed`), not failed: its echoes were right.
+A server that imported the wrong build of its loop (`benchenv`'s
+`check_origin`, e.g. ferroloop-base not from the baseline wheel) is an error.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 import cpus
 import procstat
 import rounds
+from benchenv import BenchEnv
 from echo_workloads import WORKLOADS, EchoWorkload
 
 SERVER = Path(__file__).with_name("echo_server.py")
@@ -180,7 +183,7 @@ def verify(result: dict, final: dict, timing: Timing) -> None:
 
 
 def measure(
-    python: Path,
+    env: BenchEnv,
     client: Path,
     contender: str,
     workload: EchoWorkload,
@@ -193,7 +196,8 @@ def measure(
         try:
             # stderr goes to files: a chatty loop must not block on a full pipe.
             server = subprocess.Popen(
-                [str(python), str(SERVER), contender, workload.kind],
+                [str(env.python), str(SERVER), contender, workload.kind],
+                env=env.environ(contender),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=server_err,
@@ -201,7 +205,11 @@ def measure(
                 preexec_fn=cpus.pin_to(placement.server_cpu),
             )
             server_out = JsonLines(server, "server", server_err)
-            port = server_out.next("port", STARTUP_TIMEOUT_S)["port"]
+            listening = server_out.next("port", STARTUP_TIMEOUT_S)
+            wrong = env.check_origin(contender, listening.get("module_file"))
+            if wrong is not None:
+                raise Failed("error", f"wrong build: {wrong}")
+            port = listening["port"]
 
             load = subprocess.Popen(
                 client_command(client, port, workload, timing),
@@ -264,7 +272,7 @@ def measure(
 
 
 def run(
-    python: Path,
+    env: BenchEnv,
     client: Path,
     contenders: list[str],
     workloads: list[str],
@@ -276,6 +284,6 @@ def run(
     """All measurements, in the order taken (see rounds.run)."""
 
     def one(contender: str, workload: str) -> dict:
-        return measure(python, client, contender, WORKLOADS[workload], timing, placement)
+        return measure(env, client, contender, WORKLOADS[workload], timing, placement)
 
     return rounds.run(contenders, workloads, round_count, one, progress)

@@ -100,6 +100,11 @@ def markdown(result: dict) -> str:
             ("req_per_s", "req_per_cpu_s"),
             missing="–",
         )
+    lines += report.base_table(
+        result,
+        _label,
+        (("req_per_cpu_s", "requests per server CPU-s"), ("req_per_s", "requests/s")),
+    )
     lines += _ceiling_lines(result, servers)
     lines.append(
         "Cells: medians over rounds; ratios: median over rounds of the paired ratio (each "

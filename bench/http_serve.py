@@ -1,15 +1,17 @@
 """The HTTP suite's Python side, run with the bench venv's interpreter.
 
-    <venv>/bin/python bench/http_serve.py serve ferroloop|cadeloop PORT
+    <venv>/bin/python bench/http_serve.py serve ferroloop|ferroloop-base|cadeloop PORT
     <venv>/bin/python bench/http_serve.py probe NAME...
 
 `serve` runs `http_app.app` on 127.0.0.1:PORT with the loop project's own
 server function, in this process, until SIGTERM/SIGINT (the harness owns
-placement and measures from outside).  granian and uvicorn are started by
-their own command lines instead (`http_servers.py`).
+placement and measures from outside).  Before serving it prints
+`SERVE_MODULE {"module_file": PATH}`: where the module came from, which the
+harness checks (ferroloop-base must be the baseline wheel's).  granian and
+uvicorn are started by their own command lines instead (`http_servers.py`).
 
-`probe` prints one JSON object: name -> {"available": true, "version", ...}
-or {"available": false, "reason"}.
+`probe` prints one JSON object: name -> {"available": true, "version", ...,
+"module_file"} or {"available": false, "reason"}.
 """
 
 from __future__ import annotations
@@ -21,9 +23,15 @@ import shutil
 import sys
 from pathlib import Path
 
+# The servers `serve` runs: name -> module with serve().  ferroloop-base is
+# ferroloop imported from the baseline wheel's directory (first on PYTHONPATH).
+SERVE_MODULES = {"ferroloop": "ferroloop", "ferroloop-base": "ferroloop", "cadeloop": "cadeloop"}
+# The line `serve` prints before serving, followed by JSON.
+MODULE_LINE = "SERVE_MODULE "
 # Distributions whose versions each Python server's result records.
 VERSIONS = {
     "ferroloop": ("ferroloop",),
+    "ferroloop-base": ("ferroloop",),
     "cadeloop": ("cadeloop",),
     "granian": ("granian", "uvloop"),
     "uvicorn": ("uvicorn", "httptools", "uvloop"),
@@ -31,6 +39,7 @@ VERSIONS = {
 # Modules that must import for the server to run as the suite starts it.
 MODULES = {
     "ferroloop": ("ferroloop",),
+    "ferroloop-base": ("ferroloop",),
     "cadeloop": ("cadeloop",),
     "granian": ("granian", "uvloop"),
     "uvicorn": ("uvicorn", "httptools", "uvloop"),
@@ -40,11 +49,12 @@ MODULES = {
 def serve(name: str, port: int) -> int:
     from http_app import app
 
-    module = importlib.import_module(name)
+    module = importlib.import_module(SERVE_MODULES[name])
+    print(MODULE_LINE + json.dumps({"module_file": module.__file__}), flush=True)
     run = getattr(module, "serve", None)
     if run is None:
         print(
-            f"{name} {importlib.metadata.version(name)} has no serve() "
+            f"{name} {importlib.metadata.version(module.__name__)} has no serve() "
             f"(installed at {Path(module.__file__).parent})",
             file=sys.stderr,
         )
@@ -61,10 +71,12 @@ def probe(name: str) -> dict:
     except Exception as exc:  # any failure means "unavailable", with its reason
         return {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
     found = {"available": True, "version": versions[VERSIONS[name][0]], "versions": versions}
-    if name in ("ferroloop", "cadeloop"):
+    if name in SERVE_MODULES:
         # ferroloop's server is being written: without serve() the
         # contender still runs, and each measurement reports the error.
-        found["serve"] = hasattr(importlib.import_module(name), "serve")
+        module = importlib.import_module(SERVE_MODULES[name])
+        found["serve"] = hasattr(module, "serve")
+        found["module_file"] = module.__file__
     if name == "granian" and shutil.which("granian", path=str(Path(sys.executable).parent)) is None:
         return {"available": False, "reason": "no granian executable in the venv"}
     return found
@@ -72,7 +84,7 @@ def probe(name: str) -> dict:
 
 def main() -> int:
     command, *rest = sys.argv[1:] or [""]
-    if command == "serve" and len(rest) == 2 and rest[0] in ("ferroloop", "cadeloop"):
+    if command == "serve" and len(rest) == 2 and rest[0] in SERVE_MODULES:
         return serve(rest[0], int(rest[1]))
     if command == "probe":
         print(json.dumps({name: probe(name) for name in rest}))

@@ -4,7 +4,8 @@ installed, started and described.
 Every server runs one worker on CPU 0 and serves `http_app.app` (raw ASGI 3)
 on 127.0.0.1, except `rust-plaintext`: loop-http's pure-Rust example, the
 ceiling for what any of them could do on the plaintext workload, with a
-fixed response and no Python.
+fixed response and no Python.  `ferroloop-base` (only with
+`--baseline-wheel`) is ferroloop's server from the baseline wheel.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchenv import BenchEnv
+from contenders import BASE
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -50,6 +54,11 @@ SERVERS: dict[str, Server] = {
     for s in (
         Server("ferroloop", (), 'ferroloop.serve(app, host="127.0.0.1", port=P, access_log=False)'),
         Server(
+            BASE,
+            (),
+            "the same, with ferroloop imported from the baseline wheel (first on PYTHONPATH)",
+        ),
+        Server(
             "cadeloop",
             ("cadeloop",),
             'cadeloop.serve(app, host="127.0.0.1", port=P, access_log=False) '
@@ -68,13 +77,15 @@ SERVERS: dict[str, Server] = {
 }
 
 # Ours: their failures fail the run; a peer's failure is only reported.
-CORE = ("ferroloop", "rust-plaintext")
+CORE = ("ferroloop", "rust-plaintext", BASE)
+# Started by http_serve.py, which says where it imported the server from.
+SERVED_BY_HTTP_SERVE = ("ferroloop", BASE, "cadeloop")
 
 
 def command(name: str, python: Path, port: int, plaintext: Path | None) -> list[str]:
     """The command line that starts `name` on 127.0.0.1:`port` (cwd: bench/)."""
     bindir = python.parent
-    if name in ("ferroloop", "cadeloop"):
+    if name in SERVED_BY_HTTP_SERVE:
         return [str(python), str(HTTP_SERVE), "serve", name, str(port)]
     if name == "granian":
         return [
@@ -117,25 +128,30 @@ def build_plaintext() -> Path | None:
 
 
 def probe(
-    python: Path, names: list[str], plaintext: Path | None, build_error: str | None = None
+    env: BenchEnv, names: list[str], plaintext: Path | None, build_error: str | None = None
 ) -> dict[str, dict]:
     """Which servers can run: versions from the venv, the Rust binary's
-    presence (`build_error`: why building it failed)."""
+    presence (`build_error`: why building it failed).  One probe process
+    for the servers that share the venv's environment, one for each with
+    its own (ferroloop-base)."""
     found: dict[str, dict] = {}
     python_names = [n for n in names if n != "rust-plaintext"]
-    if python_names:
+    groups = [[n for n in python_names if n not in env.overlays]]
+    groups += [[n] for n in python_names if n in env.overlays]
+    for group in filter(None, groups):
         proc = subprocess.run(
-            [str(python), str(HTTP_SERVE), "probe", *python_names],
+            [str(env.python), str(HTTP_SERVE), "probe", *group],
             capture_output=True,
             text=True,
+            env=env.environ(group[0]),
         )
         try:
-            found |= json.loads(proc.stdout)
+            found |= env.checked(json.loads(proc.stdout))
         except json.JSONDecodeError:
             tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
             found |= {
                 n: {"available": False, "reason": f"probe exited {proc.returncode}: {tail}"}
-                for n in python_names
+                for n in group
             }
     if "rust-plaintext" in names:
         if plaintext is not None and plaintext.is_file():

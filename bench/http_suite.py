@@ -14,7 +14,9 @@ and, for servers running our app, the app's call count over the measured
 run (`GET /__count` before and after, itself not counted) at least wrk's
 completed requests and at most one more per connection: wrk stops with up
 to one request in flight on each connection, which the app may still have
-served, so an exact match is not possible from outside.
+served, so an exact match is not possible from outside.  A server started
+by `http_serve.py` that imported the wrong build (`benchenv`'s
+`check_origin`, e.g. ferroloop-base not from the baseline wheel) is an error.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ import cpus
 import http_servers
 import procstat
 import rounds
+from benchenv import BenchEnv
 from echo_suite import Failed, stderr_tail
+from http_serve import MODULE_LINE
 from http_workloads import WORKLOADS, HttpWorkload
 
 BENCH = Path(__file__).resolve().parent
@@ -176,6 +180,17 @@ def check_responses(port: int, runs_app: bool) -> None:
         conn.close()
 
 
+def served_module(err) -> str | None:
+    """The module file `http_serve.py` reported in its output (`err`, which
+    the server is still writing: read without moving the shared offset)."""
+    fd = err.fileno()
+    text = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+    for line in text.splitlines():
+        if line.startswith(MODULE_LINE):
+            return json.loads(line[len(MODULE_LINE) :])["module_file"]
+    return None
+
+
 def app_count(port: int) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     try:
@@ -276,7 +291,7 @@ def verify(figures: dict, count: int | None, timing: Timing) -> None:
 
 
 def measure(
-    python: Path,
+    env: BenchEnv,
     wrk: str,
     plaintext: Path | None,
     server: str,
@@ -293,8 +308,9 @@ def measure(
         try:
             port = free_port()
             proc = subprocess.Popen(
-                http_servers.command(server, python, port, plaintext),
+                http_servers.command(server, env.python, port, plaintext),
                 cwd=BENCH,
+                env=env.environ(server),
                 stdin=subprocess.DEVNULL,
                 stdout=err,
                 stderr=err,
@@ -302,6 +318,10 @@ def measure(
                 preexec_fn=cpus.pin_to(placement.server_cpu),
             )
             wait_ready(proc, port, err)
+            if server in http_servers.SERVED_BY_HTTP_SERVE:
+                wrong = env.check_origin(server, served_module(err))
+                if wrong is not None:
+                    raise Failed("error", f"wrong build: {wrong}")
             check_responses(port, runs_app)
             run_wrk(wrk, port, workload, timing.warmup_s, timing, placement.client_cpu)
             time.sleep(SETTLE_S)
@@ -366,7 +386,7 @@ def measure(
 
 
 def run(
-    python: Path,
+    env: BenchEnv,
     wrk: str,
     plaintext: Path | None,
     servers: list[str],
@@ -380,7 +400,7 @@ def run(
     takes part in the workloads it serves (rust-plaintext: plaintext)."""
 
     def one(server: str, workload: str) -> dict:
-        return measure(python, wrk, plaintext, server, workload, timing, placement)
+        return measure(env, wrk, plaintext, server, workload, timing, placement)
 
     return rounds.run(servers, workloads, round_count, one, progress, _takes_part)
 

@@ -8,7 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from statistics import median
 
+from contenders import BASE
 from summary import SUBJECT
+
+# The refactoring rule: against the code before the change, a paired median
+# of at least this on the work-per-CPU-second figure, measured in one run.
+BASE_RULE = 0.97
 
 
 def ops(x: float) -> str:
@@ -172,3 +177,51 @@ def compare(old: dict, new: dict, threshold: float) -> str:
     if not moved:
         return f"{head}, none moved by {threshold:.0%} or more.\n"
     return f"{head}; changes of {threshold:.0%} or more:\n" + "\n".join(moved) + "\n"
+
+
+def base_table(
+    result: dict, label: Callable[[dict], str] | None, metrics: tuple[tuple[str, str], ...]
+) -> list[str]:
+    """ferroloop against ferroloop-base (the change against the code before
+    it, `--baseline-wheel`): per workload the median over rounds of the
+    paired ratio for each of `metrics` ((key, column title); the first is
+    the one the rule reads), with the range over rounds; [] when the two did
+    not both run.  `label(entry)` names a workload's row (None: its name)."""
+    entries = [(w, e) for w, e in result["workloads"].items() if e.get("ferroloop_vs_base")]
+    if not entries:
+        return []
+    rule_metric = metrics[0][1]
+    wheels = []
+    for name in (SUBJECT, BASE):
+        wheel = result["contenders"].get(name, {}).get("wheel")
+        if wheel:
+            wheels.append(f"{name}: `{wheel['wheel']}` (sha256 {wheel['sha256'][:12]})")
+        else:
+            wheels.append(f"{name}: as installed in the venv")
+    lines = [
+        f"## {SUBJECT} / {BASE}: this build against the baseline wheel, paired",
+        "",
+        f"- {'; '.join(wheels)}",
+        f"- the rule for a refactor: median paired ratio ≥ {BASE_RULE:.2f} on {rule_metric}; "
+        "below it is **bold**; (low–high) is the range of the per-round ratios",
+        "",
+        "| workload | " + " | ".join(title for _, title in metrics) + " | rounds |",
+        "|---|" + "---:|" * (len(metrics) + 1),
+    ]
+    for workload, entry in entries:
+        vs = entry["ferroloop_vs_base"]
+        row = [label(entry) if label else workload]
+        for i, (key, _) in enumerate(metrics):
+            per_round = vs.get(key) or []
+            if not per_round:
+                row.append("n/a")
+                continue
+            mid = median(per_round)
+            text = f"{mid:.3f}"
+            if len(per_round) > 1:
+                text += f" ({min(per_round):.2f}–{max(per_round):.2f})"
+            # Judged as shown: 0.9698 reads 0.970 and passes.
+            row.append(f"**{text}**" if i == 0 and round(mid, 3) < BASE_RULE else text)
+        row.append(str(len(vs[metrics[0][0]])))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]

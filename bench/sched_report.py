@@ -81,6 +81,9 @@ def markdown(result: dict) -> str:
         "(above 1 = ferroloop ahead). threadsafe_throughput is noisy: read it as an "
         "order of magnitude.",
     ]
+    base = report.base_table(result, None, (("ops_per_s", "ops/s"),))
+    if base:
+        lines += ["", *base]
     failed = report.failures(result)
     if failed:
         lines += ["", "Failures:", *failed]

@@ -1,6 +1,7 @@
 """The scheduling suite's measurements: each in a fresh worker process
 (`sched_worker.py`) pinned to the measured CPU, contenders interleaved by
-`rounds`."""
+`rounds`; a worker that imported the wrong build of its loop (`benchenv`'s
+`check_origin`) is an error."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import rounds
+from benchenv import BenchEnv
 from sched_workloads import WORKLOADS
 
 WORKER = Path(__file__).with_name("sched_worker.py")
@@ -23,11 +25,17 @@ def sized(workload: str, divisor: int) -> int:
     return max(1, WORKLOADS[workload].n // divisor)
 
 
-def measure(python: Path, contender: str, workload: str, n: int, cpu: int) -> dict:
+def measure(env: BenchEnv, contender: str, workload: str, n: int, cpu: int) -> dict:
     """Run one worker; always returns a record with a status, never raises."""
-    cmd = [str(python), str(WORKER), contender, workload, str(n), "--cpu", str(cpu)]
+    cmd = [str(env.python), str(WORKER), contender, workload, str(n), "--cpu", str(cpu)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=WORKER_TIMEOUT_S,
+            env=env.environ(contender),
+        )
     except subprocess.TimeoutExpired:
         return {"status": "error", "error": f"worker timed out after {WORKER_TIMEOUT_S} s"}
     lines = proc.stdout.strip().splitlines()
@@ -42,13 +50,17 @@ def measure(python: Path, contender: str, workload: str, n: int, cpu: int) -> di
         )
         tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
         return {"status": "error", "error": f"{how}: {tail}" if tail else how}
+    if record["status"] == "ok":
+        wrong = env.check_origin(contender, record.get("module_file"))
+        if wrong is not None:
+            return {"status": "error", "error": f"wrong build: {wrong}"}
     if record["status"] != "ok" and proc.stderr.strip():
         record["stderr_tail"] = proc.stderr.strip().splitlines()[-10:]
     return record
 
 
 def run(
-    python: Path,
+    env: BenchEnv,
     contenders: list[str],
     workloads: list[str],
     round_count: int,
@@ -60,6 +72,6 @@ def run(
 
     def one(contender: str, workload: str) -> dict:
         n = sized(workload, divisor)
-        return {"n": n} | measure(python, contender, workload, n, cpu)
+        return {"n": n} | measure(env, contender, workload, n, cpu)
 
     return rounds.run(contenders, workloads, round_count, one, progress)

@@ -23,7 +23,7 @@ import sys
 import time
 import traceback
 
-from contenders import CONTENDERS, loop_factory
+from contenders import CONTENDERS, loop_factory, module_file
 from sched_workloads import WORKLOADS, VerificationError
 
 
@@ -73,7 +73,13 @@ def measure(contender: str, workload_name: str, n: int) -> dict:
     finally:
         asyncio.set_event_loop(None)
         loop.close()
-    return {"status": "ok", "elapsed": elapsed, "ops_per_s": n / elapsed, "cpu_s": cpu_s}
+    return {
+        "status": "ok",
+        "elapsed": elapsed,
+        "ops_per_s": n / elapsed,
+        "cpu_s": cpu_s,
+        "module_file": module_file(contender),
+    }
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ from statistics import median
 
 from echo_workloads import WORKLOADS as ECHO_WORKLOADS
 from http_workloads import WORKLOADS as HTTP_WORKLOADS
+from contenders import BASE
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
 
 SUBJECT = "ferroloop"
@@ -44,6 +45,20 @@ def paired_ratio(a: dict[int, float], b: dict[int, float]) -> float | None:
     """Median over the rounds both have of a[round] / b[round]."""
     rounds = sorted(a.keys() & b.keys())
     return median(a[r] / b[r] for r in rounds) if rounds else None
+
+
+def paired_ratios(a: dict[int, float], b: dict[int, float]) -> list[float]:
+    """a[round] / b[round] for the rounds both have, in round order."""
+    return [a[r] / b[r] for r in sorted(a.keys() & b.keys())]
+
+
+def against_base(by_round: ByRound, metrics: tuple[str, ...]) -> dict[str, list[float]] | None:
+    """ferroloop / ferroloop-base per round for each of `metrics` (the change
+    against the code before it), or None when the two did not both run."""
+    first = by_round[metrics[0]]
+    if SUBJECT not in first or BASE not in first:
+        return None
+    return {m: paired_ratios(by_round[m][SUBJECT], by_round[m][BASE]) for m in metrics}
 
 
 def cells(
@@ -103,6 +118,9 @@ def summarize_sched(records: list[dict], contenders: list[str], workloads: list[
         }
         if SUBJECT in rounds:
             entry["ferroloop_ratio"] = subject_ratios(rounds)
+        vs_base = against_base(by_round, ("ops_per_s",))
+        if vs_base is not None:
+            entry["ferroloop_vs_base"] = vs_base
         summary[workload] = entry
     return summary
 
@@ -134,6 +152,9 @@ def summarize_echo(records: list[dict], contenders: list[str], workloads: list[s
                 for other, r in subject_ratios(by_round[metric]).items():
                     ratios.setdefault(other, {})[metric] = r
             entry["ferroloop_ratio"] = ratios
+        vs_base = against_base(by_round, ("msgs_per_cpu_s", "msgs_per_s"))
+        if vs_base is not None:
+            entry["ferroloop_vs_base"] = vs_base
         summary[workload] = entry
     return summary
 
@@ -159,5 +180,8 @@ def summarize_http(records: list[dict], servers: list[str], workloads: list[str]
                 for other, r in subject_ratios(by_round[metric]).items():
                     ratios.setdefault(other, {})[metric] = r
             entry["ferroloop_ratio"] = ratios
+        vs_base = against_base(by_round, ("req_per_cpu_s", "req_per_s"))
+        if vs_base is not None:
+            entry["ferroloop_vs_base"] = vs_base
         summary[workload] = entry
     return summary

@@ -48,6 +48,42 @@ def import_impl(name: str) -> types.ModuleType:
     pytest.fail(f"cannot import ferroloop: {error!r}", pytrace=False)
 
 
+# Set to 1 to run the suite against a venv holding a shipped wheel, which has
+# no test hooks: the tests that need them then skip, and test_test_hooks.py
+# checks that they are absent.  Without it missing hooks fail the run.
+SHIPPED_WHEEL_ENV = "FERROLOOP_SHIPPED_WHEEL"
+
+
+def shipped_wheel_venv() -> bool:
+    return os.environ.get(SHIPPED_WHEEL_ENV) == "1"
+
+
+def ferroloop_test_hooks() -> types.ModuleType:
+    """ferroloop's test hooks, ``ferroloop._native._testing``: compiled only
+    into the test build (loop-py's ``test-hooks`` feature), which ``cargo
+    xtask test`` and ``cargo xtask develop`` install into the project venvs.
+
+    Missing hooks are a failure, not a skip (a venv that lost them would
+    silently skip what they test), unless ``FERROLOOP_SHIPPED_WHEEL=1`` says
+    that the venv holds a shipped wheel on purpose.
+    """
+    try:
+        from ferroloop._native import _testing
+    except ImportError as exc:
+        error = exc
+    else:
+        return _testing
+    if shipped_wheel_venv():
+        pytest.skip(f"{SHIPPED_WHEEL_ENV}=1: a shipped wheel has no test hooks")
+    pytest.fail(
+        f"ferroloop has no test hooks ({error}): this ferroloop was built without loop-py's "
+        "test-hooks feature, as shipped wheels are. Install the test build with "
+        "`cargo xtask develop [--python X.Y]` (or run `cargo xtask test`), or set "
+        f"{SHIPPED_WHEEL_ENV}=1 to test a shipped wheel on purpose.",
+        pytrace=False,
+    )
+
+
 def loop_class(impl: types.ModuleType) -> type:
     """The concrete class of the loops that ``impl.new_event_loop()`` builds."""
     loop = impl.new_event_loop()

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from _helpers import ferroloop_only, run_once
+from _helpers import ferroloop_only, ferroloop_test_hooks, run_once
 
 CLOSED = r"^Event loop is closed$"
 ALREADY_RUNNING = r"^This event loop is already running$"
@@ -273,10 +273,10 @@ def test_create_task_rejects_a_non_coroutine(loop):
 
 @ferroloop_only
 def test_rust_panic_in_a_callback_reaches_the_handler_as_runtime_error(loop, loop_errors):
-    from ferroloop import _native
+    hooks = ferroloop_test_hooks()
 
     ran = []
-    loop.call_soon(_native._test_panic, "boom from a test")
+    loop.call_soon(hooks.panic, "boom from a test")
     loop.call_soon(ran.append, "after")
     loop.call_soon(loop.stop)
     loop.run_forever()

@@ -16,19 +16,12 @@ mod handle;
 mod owner;
 mod pyapi;
 mod sockio;
-
-/// Panics with `message`: a test hook proving that a Rust panic inside a
-/// callback reaches the exception handler as a `RuntimeError` and leaves
-/// the loop running.
-#[pyfunction]
-fn _test_panic(message: &str) {
-    panic!("{message}");
-}
+#[cfg(feature = "test-hooks")]
+mod testing;
 
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_loop::Loop>()?;
-    m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     m.add_function(wrap_pyfunction!(sockio::sock_send, m)?)?;
     m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;
     m.add_class::<sockio::ReadPump>()?;
@@ -39,5 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    #[cfg(feature = "test-hooks")]
+    testing::register(m)?;
     Ok(())
 }

@@ -3,10 +3,10 @@
 //! | task | what it does |
 //! |---|---|
 //! | `demo` | build ferroloop into the project venv and run `examples/demo.py` |
-//! | `test [--python V]` | everything CI checks: fmt, clippy, Rust tests (both poller backends), then per tested CPython (3.11, 3.12, 3.13; `pythons.rs`) its wheel, a smoke test, pytest and its asyncio suite |
-//! | `develop` | build and install ferroloop into the venv (release, editable) |
+//! | `test [--python V]` | everything CI checks: fmt, clippy, Rust tests (both poller backends), then per tested CPython (3.11, 3.12, 3.13; `pythons.rs`) its shipped wheel smoke-tested (no test hooks in it), the test build installed, pytest and its asyncio suite |
+//! | `develop [--python V]` | build and install ferroloop's test build (release, with the test hooks, editable) into the venv |
 //! | `check-versions` | compile-check the extension for CPython 3.14 and 3.14t (no interpreter here) |
-//! | `wheel [--local] [--python V]` | manylinux wheels for CPython 3.11–3.14 and 3.14t plus an sdist (`--local`: one plain wheel per tested interpreter, installed into its venv); each tested version's wheel is smoke-tested in a fresh venv |
+//! | `wheel [--local] [--python V]` | manylinux wheels for CPython 3.11–3.14 and 3.14t plus an sdist (`--local`: one plain wheel per tested interpreter); each tested version's wheel is smoke-tested in a fresh venv |
 //! | `conformance [--python V] [ARGS]` | CPython's asyncio suite of that interpreter against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
 //! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: cargo xtask <demo|test [--python V] [--allow-missing-python] [--no-conformance]|\
-                     develop|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
+                     develop [--python V]|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
                      check-versions|bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]>";
 
 fn usage() -> String {
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "demo" => tasks::demo(),
         "test" => tasks::test(&rest),
-        "develop" => tasks::develop(),
+        "develop" => tasks::develop(&rest),
         "wheel" => tasks::wheel(&rest),
         "check-versions" => tasks::check_versions(),
         "conformance" => tasks::conformance(&rest),

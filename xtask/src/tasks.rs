@@ -6,30 +6,64 @@ use crate::venv::{self, Venv};
 use crate::wheel;
 use std::path::PathBuf;
 
+/// Which ferroloop a build makes: the one users install, or the test build
+/// with loop-py's `test-hooks` feature (`ferroloop._native._testing`), which
+/// only the project venvs hold (pytest needs the hooks). Shipped wheels,
+/// release artifacts and benchmarks never have the feature.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Build {
+    Shipped,
+    TestHooks,
+}
+
+impl Build {
+    /// Directory-name suffix keeping the two builds' outputs apart.
+    fn suffix(self) -> &'static str {
+        match self {
+            Build::Shipped => "",
+            Build::TestHooks => "-test-hooks",
+        }
+    }
+
+    fn cargo_features(self) -> &'static [&'static str] {
+        match self {
+            Build::Shipped => &[],
+            Build::TestHooks => &["--features", "test-hooks"],
+        }
+    }
+}
+
 /// maturin and `cargo test` get separate target dirs: alternating them in
 /// one rebuilds pyo3 each time (its build config differs). Each CPython
 /// version gets its own too, for the same reason; only pyo3 and loop-py
-/// differ between them, so a clean build per version is short.
-fn maturin_target(version: &str) -> PathBuf {
-    cmd::root().join("target").join("maturin").join(version)
+/// differ between them, so a clean build per version is short. The test
+/// build gets its own as well: the extension's file name does not change
+/// with features, so the two builds in one dir would each recompile loop-py
+/// on every run; apart, each recompiles only what changed.
+fn maturin_target(version: &str, build: Build) -> PathBuf {
+    cmd::root()
+        .join("target")
+        .join("maturin")
+        .join(format!("{version}{}", build.suffix()))
 }
 
 /// Build a wheel (`profile`: release or dist) for the venv's interpreter.
-fn build_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
+fn build_wheel(venv: &Venv, profile: &str, build: Build) -> Result<PathBuf, String> {
     let version = venv.version()?;
     let out = cmd::root()
         .join("target")
         .join("wheels")
-        .join(profile)
+        .join(format!("{profile}{}", build.suffix()))
         .join(&version);
     let _ = std::fs::remove_dir_all(&out);
     cmd::run(
         cmd::new(venv.bin("maturin"))
             .args(["build", "--profile", profile, "--interpreter"])
             .arg(venv.python())
+            .args(build.cargo_features())
             .arg("--out")
             .arg(&out)
-            .env("CARGO_TARGET_DIR", maturin_target(&version)),
+            .env("CARGO_TARGET_DIR", maturin_target(&version, build)),
     )?;
     let wheel = std::fs::read_dir(&out)
         .map_err(|e| format!("no wheel in {}: {e}", out.display()))?
@@ -40,10 +74,9 @@ fn build_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
     Ok(wheel)
 }
 
-/// Build a wheel and install it into the venv, replacing any editable
-/// install: tests run against what users install.
-fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String> {
-    let wheel = build_wheel(venv, profile)?;
+/// Install `wheel` into the venv, replacing any editable install: tests run
+/// against a built wheel.
+fn install_wheel(venv: &Venv, wheel: &std::path::Path) -> Result<(), String> {
     cmd::run(
         cmd::new(venv.python())
             .args([
@@ -54,26 +87,58 @@ fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String
                 "--force-reinstall",
                 "--no-deps",
             ])
-            .arg(&wheel),
-    )?;
-    Ok(wheel)
-}
-
-pub fn develop() -> Result<(), String> {
-    let venv = venv::ensure()?;
-    cmd::run(
-        cmd::new(venv.bin("maturin"))
-            .args(["develop", "--release"])
-            .env("VIRTUAL_ENV", &venv.dir)
-            .env("CARGO_TARGET_DIR", maturin_target(&venv.version()?)),
+            .arg(wheel),
     )
 }
 
+/// Build the test build's wheel and install it into the (project) venv.
+fn build_and_install_test_wheel(venv: &Venv) -> Result<PathBuf, String> {
+    let wheel = build_wheel(venv, "release", Build::TestHooks)?;
+    install_wheel(venv, &wheel)?;
+    Ok(wheel)
+}
+
+/// `develop [--python V]`: the test build (release, with the test hooks),
+/// editable, into the venv of each selected version (default: `.venv`).
+pub fn develop(args: &[String]) -> Result<(), String> {
+    let venvs = selected_venvs(args, "develop")?;
+    for venv in &venvs {
+        cmd::run(
+            cmd::new(venv.bin("maturin"))
+                .args(["develop", "--release"])
+                .args(Build::TestHooks.cargo_features())
+                .env("VIRTUAL_ENV", &venv.dir)
+                .env(
+                    "CARGO_TARGET_DIR",
+                    maturin_target(&venv.version()?, Build::TestHooks),
+                ),
+        )?;
+    }
+    Ok(())
+}
+
+/// The venvs of the versions `--python` names, or the default venv without
+/// it; no other argument is accepted.
+fn selected_venvs(args: &[String], task: &str) -> Result<Vec<Venv>, String> {
+    let explicit = args
+        .iter()
+        .any(|a| a == "--python" || a.starts_with("--python="));
+    let (selection, rest) = Selection::parse(args)?;
+    if let Some(unknown) = rest.first() {
+        return Err(format!("{task}: unknown argument `{unknown}`"));
+    }
+    if !explicit {
+        return Ok(vec![venv::ensure()?]);
+    }
+    selection.resolve()?.iter().map(venv::for_python).collect()
+}
+
 /// `wheel --local`: a plain wheel per selected CPython version (`--python`,
-/// default all tested ones), each installed into its project venv. Without
-/// `--local`: manylinux wheels for every supported CPython and an sdist
-/// (see `wheel.rs`). Either way each tested version's wheel is smoke-tested
-/// in a fresh venv of that interpreter.
+/// default all tested ones). Without `--local`: manylinux wheels for every
+/// supported CPython and an sdist (see `wheel.rs`). Either way these are
+/// shipped builds (no test hooks), and each tested version's wheel is
+/// smoke-tested in a fresh venv of that interpreter; the project venvs keep
+/// their test build.
 pub fn wheel(args: &[String]) -> Result<(), String> {
     let (selection, rest) = Selection::parse(args)?;
     let pythons = selection.resolve()?;
@@ -88,7 +153,7 @@ pub fn wheel(args: &[String]) -> Result<(), String> {
     }
     for python in &pythons {
         let wheel = if local {
-            build_and_install_wheel(&venv::for_python(python)?, "release")?
+            build_wheel(&venv::for_python(python)?, "release", Build::Shipped)?
         } else {
             wheel::for_version(&python.version, &distribution)?
         };
@@ -104,7 +169,7 @@ pub fn wheel(args: &[String]) -> Result<(), String> {
 
 pub fn demo() -> Result<(), String> {
     let venv = venv::ensure()?;
-    build_and_install_wheel(&venv, "release")?;
+    build_and_install_test_wheel(&venv)?;
     cmd::run(cmd::new(venv.python()).arg("examples/demo.py"))
 }
 
@@ -131,7 +196,7 @@ pub fn conformance(args: &[String]) -> Result<(), String> {
             .map(|o| o.status.success())
             .unwrap_or(false);
         if !has_ferroloop {
-            build_and_install_wheel(venv, "release")?;
+            build_and_install_test_wheel(venv)?;
         }
         let mut run = cmd::new(venv.python());
         run.args(["tests/conformance/run.py"]);
@@ -231,15 +296,18 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             run.arg("--plaintext").arg(server);
         }
     }
-    let wheel = build_wheel(&venv, profile)?;
+    // Benchmarks measure what users install.
+    let wheel = build_wheel(&venv, profile, Build::Shipped)?;
     run.arg("--ferroloop-wheel").arg(&wheel);
     cmd::run(run.args(rest))
 }
 
 /// Everything CI checks, in the order that fails fastest: the Rust checks
 /// once, then for each tested CPython version (`--python` narrows them) its
-/// wheel, a smoke test in a fresh venv, pytest and the version's own asyncio
-/// suite (`--no-conformance` skips the latter).
+/// shipped wheel smoke-tested in a fresh venv (which also checks it has no
+/// test hooks), the test build (with them) installed into its venv, pytest
+/// and the version's own asyncio suite (`--no-conformance` skips the
+/// latter).
 pub fn test(args: &[String]) -> Result<(), String> {
     let (selection, rest) = Selection::parse(args)?;
     let quick = rest.iter().any(|a| a == "--no-conformance");
@@ -265,8 +333,9 @@ pub fn test(args: &[String]) -> Result<(), String> {
             python.version,
             python.executable.display()
         );
-        let wheel = build_and_install_wheel(venv, "release")?;
-        wheel::smoke_test(&wheel, &python.executable)?;
+        let shipped = build_wheel(venv, "release", Build::Shipped)?;
+        wheel::smoke_test(&shipped, &python.executable)?;
+        build_and_install_test_wheel(venv)?;
         // pytest's exit code 5 (no tests collected) is a failure like any other.
         cmd::run(cmd::new(venv.python()).args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]))?;
         if !quick {
@@ -290,8 +359,9 @@ pub fn test(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// fmt is checked by the caller; clippy and the Rust tests (both poller
-/// backends) run against `venv`'s interpreter.
+/// fmt is checked by the caller; clippy (with and without loop-py's test
+/// hooks) and the Rust tests (both poller backends) run against `venv`'s
+/// interpreter.
 fn rust_checks(venv: &Venv) -> Result<(), String> {
     // pyo3 must see the venv's interpreter, and Rust test binaries must load
     // its libpython (not the system's older 3.11).
@@ -311,6 +381,21 @@ fn rust_checks(venv: &Venv) -> Result<(), String> {
     ]);
     with_python(&mut clippy);
     cmd::run(&mut clippy)?;
+    // The test build's extra code (loop-py's test hooks), linted too.
+    let mut clippy_hooks = cmd::new("cargo");
+    clippy_hooks.args([
+        "clippy",
+        "-p",
+        "loop-py",
+        "--all-targets",
+        "--features",
+        "test-hooks",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    with_python(&mut clippy_hooks);
+    cmd::run(&mut clippy_hooks)?;
     let mut unit = cmd::new("cargo");
     unit.args(["test", "--workspace"]);
     with_python(&mut unit);

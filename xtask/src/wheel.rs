@@ -8,15 +8,45 @@
 //! With `--local`: one plain wheel per tested interpreter (no zig).
 //! Either way the wheel of each tested version (3.11–3.13) goes into a fresh
 //! venv of that interpreter and a smoke test runs; 3.14 and 3.14t have no
-//! interpreter here and are only built.
+//! interpreter here and are only built. Every wheel built here is a
+//! shipped build: none has loop-py's `test-hooks` feature, which the smoke
+//! test checks in the installed package and every wheel's files are checked
+//! for ([`NO_TEST_HOOKS`]).
 
 use crate::cmd;
 use crate::pythons::{COMPILE_CHECKED, TESTED};
 use crate::venv::Venv;
 use std::path::{Path, PathBuf};
 
+/// Fails when a wheel named on the command line holds the test hooks
+/// (`ferroloop._native._testing`, loop-py's `test-hooks` feature): a file
+/// named for them, or the submodule's name inside the extension.
+const NO_TEST_HOOKS: &str = r#"
+import sys, zipfile
+for path in sys.argv[1:]:
+    with zipfile.ZipFile(path) as wheel:
+        for name in wheel.namelist():
+            assert "_testing" not in name.rsplit("/", 1)[-1], f"{path}: test hooks file {name}"
+            if name.endswith(".so"):
+                assert b"ferroloop._native._testing" not in wheel.read(name), (
+                    f"{path}: {name} was built with the test-hooks feature"
+                )
+print(f"no test hooks in {len(sys.argv) - 1} wheel(s)")
+"#;
+
 const SMOKE_TEST: &str = r#"
-import asyncio, ferroloop
+import asyncio, importlib, ferroloop
+from ferroloop import _native
+
+# A shipped wheel has no test hooks (loop-py's test-hooks feature).
+hooks = [name for name in dir(_native) if name.startswith("_test")]
+assert not hooks, f"the shipped wheel has test hooks in ferroloop._native: {hooks}"
+try:
+    importlib.import_module("ferroloop._native._testing")
+except ImportError:
+    pass
+else:
+    raise AssertionError("the shipped wheel has ferroloop._native._testing")
 
 SMOKE_APP = """
 async def app(scope, receive, send):
@@ -68,7 +98,7 @@ try:
 finally:
     server.terminate()
     assert server.wait(timeout=30) == 0, server.returncode
-print("smoke test passed: ferroloop", ferroloop.__version__, "TCP echo and serve() ok")
+print("smoke test passed: ferroloop", ferroloop.__version__, "TCP echo and serve() ok, no test hooks")
 "#;
 
 fn out_dir() -> PathBuf {
@@ -167,12 +197,23 @@ pub fn distribution() -> Result<Vec<PathBuf>, String> {
             .env("CARGO_TARGET_DIR", cmd::root().join("target").join("sdist")),
     )?;
     let _ = std::fs::remove_dir_all(&from_sdist);
-    Ok(files_with_suffix(&out, ".whl"))
+    let wheels = files_with_suffix(&out, ".whl");
+    check_no_test_hooks(&venv.python(), &wheels)?;
+    Ok(wheels)
+}
+
+/// Check that none of `wheels` holds the test hooks ([`NO_TEST_HOOKS`]),
+/// with `python` (any interpreter: it only reads the files).
+pub fn check_no_test_hooks(python: &Path, wheels: &[PathBuf]) -> Result<(), String> {
+    let script = cmd::root().join("target").join("check_no_test_hooks.py");
+    std::fs::write(&script, NO_TEST_HOOKS).map_err(|e| format!("{}: {e}", script.display()))?;
+    cmd::run(cmd::new(python).arg(&script).args(wheels))
 }
 
 /// Install `wheel` into a fresh venv of `interpreter` and run the smoke
-/// test there.
+/// test there; it also checks that the wheel has no test hooks.
 pub fn smoke_test(wheel: &Path, interpreter: &Path) -> Result<(), String> {
+    check_no_test_hooks(interpreter, &[wheel.to_path_buf()])?;
     let version = crate::pythons::version_of(interpreter)
         .ok_or_else(|| format!("{} does not run", interpreter.display()))?;
     let venv = Venv {
