@@ -59,6 +59,16 @@ fn build_and_install_wheel(venv: &Venv, profile: &str) -> Result<PathBuf, String
     Ok(wheel)
 }
 
+/// `gen-settings`: loop-cli's staleness test for the files generated from
+/// its settings table, in its rewrite mode (`loop-cli/tests/generated.rs`).
+pub fn gen_settings() -> Result<(), String> {
+    cmd::run(
+        cmd::new("cargo")
+            .args(["test", "-p", "loop-cli", "--test", "generated"])
+            .env("FERROLOOP_REGENERATE", "1"),
+    )
+}
+
 pub fn develop() -> Result<(), String> {
     let venv = venv::ensure()?;
     cmd::run(
