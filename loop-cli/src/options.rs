@@ -205,6 +205,7 @@ pub(crate) fn check_conflicts(values: &Values) -> Result<(), CliError> {
 mod tests {
     use super::*;
     use crate::settings::Settings;
+    use crate::table::Lit;
 
     #[test]
     fn every_spelling_is_unique() {
@@ -247,6 +248,57 @@ mod tests {
                 "--version",
                 "--help"
             ]
+        );
+    }
+
+    static WORKERS: Setting = Setting::new(
+        "workers",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(1),
+        "Worker processes.",
+    )
+    .cli_only("--workers")
+    .status(Status::Unsupported("one process for now"));
+    static RELOAD: Setting = Setting::new("reload", Kind::Bool, Lit::Bool(false), "Reload.")
+        .cli_only("--reload")
+        .status(Status::Ignored("ferroloop does not reload"));
+
+    fn given(option: &'static str, value: Option<&str>) -> Given {
+        Given {
+            option,
+            value: value.map(OsString::from),
+            on: true,
+        }
+    }
+
+    #[test]
+    fn unsupported_options_are_usage_errors() {
+        let mut values = Values::default();
+        let err = apply(
+            &mut values,
+            Target::Setting(&WORKERS),
+            given("--workers", Some("4")),
+        );
+        assert_eq!(
+            err.map_err(|e| e.to_string()),
+            Err("option '--workers' is not supported yet: one process for now".to_owned())
+        );
+        assert!(!WORKERS.in_config() && WORKERS.in_cli());
+    }
+
+    #[test]
+    fn ignored_options_warn_and_set_nothing() {
+        let mut values = Values::default();
+        let r = apply(
+            &mut values,
+            Target::Setting(&RELOAD),
+            given("--reload", None),
+        );
+        assert_eq!(r, Ok(None));
+        assert_eq!(values.given("reload"), None);
+        assert_eq!(
+            values.warnings(),
+            ["--reload is ignored: ferroloop does not reload"]
         );
     }
 

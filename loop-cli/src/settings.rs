@@ -144,14 +144,15 @@ impl Settings {
     /// The typed settings for `app` from parsed [`Values`] (a setting not
     /// given takes the table's default). `values` hold only values that
     /// passed [`crate::table::Setting::parse_text`], so every conversion
-    /// fits; a value of the wrong shape would fall back to the default.
+    /// fits (the fallbacks are never taken).
     pub fn from_values(app: impl Into<String>, values: &Values) -> Self {
-        let defaults = Values::default();
-        let port = |v: &Values| v.int("port").and_then(|p| u16::try_from(p).ok());
         Settings {
             app: app.into(),
             host: values.text("host"),
-            port: port(values).or_else(|| port(&defaults)).unwrap_or(0),
+            port: values
+                .int("port")
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or_default(),
             uds: values.path("uds"),
             fd: values.int("fd").and_then(|fd| i32::try_from(fd).ok()),
             root_path: values.text("root_path"),

@@ -1,7 +1,8 @@
 """`Config`: every server setting, validated once, with safe defaults.
 
-The settings are defined once, in loop-cli's table (`loop-cli/src/table.rs`),
-which reaches Python as `_native.server_settings()`: `Config`'s keywords,
+The settings are defined once, in loop-cli's table
+(`loop-cli/src/table/rows.rs`), which reaches Python as
+`_native.server_settings()`: `Config`'s keywords,
 defaults, bounds and choices are its rows. The checks here are the Python
 side of each row's kind (`_check_kind`), plus `_CHECKS` for the settings
 whose Python form is wider than their text form (a list, a socket, an int

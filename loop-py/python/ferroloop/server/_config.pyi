@@ -1,6 +1,6 @@
 """Type stub of `ferroloop.server._config`. The `Config` signature and
 attributes between the GENERATED markers come from loop-cli's settings
-table (`loop-cli/src/table.rs`): regenerate them with `cargo xtask
+table (`loop-cli/src/table/rows.rs`): regenerate them with `cargo xtask
 gen-settings`; `cargo test -p loop-cli` fails when they are stale."""
 
 import os
