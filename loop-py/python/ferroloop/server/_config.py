@@ -180,7 +180,7 @@ def _check(row: dict[str, Any], value: Any) -> Any:
     if row["status"] == "unsupported" and value != row["default"]:
         raise ValueError(f"{row['name']}: not supported yet: {row['status_reason']}")
     if row["status"] == "ignored" and value != row["default"]:
-        warnings.warn(f"{row['name']} is ignored: {row['status_reason']}", stacklevel=4)
+        warnings.warn(f"{row['name']} is ignored: {row['status_reason']}", stacklevel=3)
     return _CHECKS.get(row["name"], _check_kind)(row, value)
 
 
@@ -195,7 +195,9 @@ class Config:
                 raise TypeError(f"Config.__init__() got an unexpected keyword argument {name!r}")
         if not (callable(app) or isinstance(app, str)):
             raise ValueError(f"app: expected an ASGI callable or a 'module:attr' string, got {app!r}")
-        values = {name: _check(row, settings.get(name, row["default"])) for name, row in SETTINGS.items()}
+        values = {}
+        for name, row in SETTINGS.items():  # a loop, not a comprehension: _check's stacklevel
+            values[name] = _check(row, settings.get(name, row["default"]))
         if sum(values[x] is not None for x in ("uds", "fd", "sock")) > 1:
             raise ValueError("uds, fd, sock: give at most one listener source")
         self.app = app
