@@ -52,6 +52,14 @@ pub enum CliError {
         second: &'static str,
     },
 
+    /// An option ferroloop knows (uvicorn has it) but does not implement
+    /// yet.
+    #[error("option '{option}' is not supported yet: {reason}")]
+    Unsupported {
+        option: &'static str,
+        reason: &'static str,
+    },
+
     /// An argument that is not valid UTF-8 where text is required (only a
     /// `--uds` path may be arbitrary bytes). `arg` is shown lossily.
     #[error("argument '{arg}' is not valid UTF-8")]

@@ -80,7 +80,7 @@ fn left(spec: &OptSpec) -> String {
         s.push_str(", ");
     }
     s.push_str(spec.long);
-    match spec.arity {
+    match &spec.arity {
         Arity::Value { metavar } => {
             s.push(' ');
             s.push_str(metavar);
@@ -102,7 +102,7 @@ fn right(spec: &OptSpec) -> Vec<(&'static str, String)> {
         .split_whitespace()
         .map(|w| (" ", w.to_owned()))
         .collect();
-    if let Some(d) = spec.default {
+    if let Some(d) = &spec.default {
         units.push(("  ", format!("[default: {d}]")));
     }
     units

@@ -46,20 +46,26 @@
 //!
 //! # Adding an option
 //!
-//! One row in the option table and one arm in `apply`, both in
-//! `src/options.rs`; parsing, `--help` and suggestions read the table.
+//! Options are the settings table's flags ([`table::SETTINGS`]): a row
+//! with a flag is an option, and parsing, `--help` and suggestions read the
+//! table. [`parse_values`] gives every value a command line set, by name;
+//! [`Settings`] is the typed view of the options that existed when it was
+//! written (new options need not add a field to it).
 
 mod error;
 mod help;
 mod options;
 mod settings;
 mod suggest;
+pub mod table;
+mod value;
 
 use std::ffi::{OsStr, OsString};
 
 pub use error::{AppProblem, CliError, USAGE_EXIT_CODE};
 pub use help::help;
 pub use settings::{Lifespan, Listen, LogLevel, Settings};
+pub use value::{Invalid, Value, Values};
 
 use options::{Arity, Exit, Given};
 
@@ -69,11 +75,12 @@ pub const DEFAULT_PROG: &str = "ferroloop";
 /// This crate's version, which is the ferroloop version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// What the command line asks the program to do.
+/// What the command line asks the program to do. `S` is what a run gets:
+/// [`Settings`] from [`parse`], [`Parsed`] from [`parse_values`].
 #[derive(Clone, Debug, PartialEq)]
-pub enum Command {
+pub enum Command<S = Settings> {
     /// Serve an application.
-    Run(Settings),
+    Run(S),
     /// Print this help text to stdout and exit with 0.
     Help(String),
     /// Print the version to stdout and exit with 0.
@@ -97,12 +104,36 @@ where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
 {
+    Ok(match parse_values(prog, args)? {
+        Command::Run(p) => Command::Run(Settings::from_values(p.app, &p.values)),
+        Command::Help(text) => Command::Help(text),
+        Command::Version => Command::Version,
+    })
+}
+
+/// A parsed command line: the app and the settings it gave.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parsed {
+    /// `module:attribute`, validated.
+    pub app: String,
+    /// Only the settings the command line gave (the last occurrence of
+    /// each), validated; [`Values::get`] falls back to the default.
+    pub values: Values,
+}
+
+/// [`parse_with_prog`], giving the settings by name as the table defines
+/// them, for every option (the `ferroloop` command uses this).
+pub fn parse_values<I, S>(prog: &str, args: I) -> Result<Command<Parsed>, CliError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     if let Some(exit) = eager_exit(&args) {
         return Ok(exit_command(exit, prog));
     }
 
-    let mut settings = Settings::new(String::new());
+    let mut values = Values::default();
     let mut app: Option<String> = None;
     let mut options_done = false;
     let mut rest = args.into_iter().peekable();
@@ -135,14 +166,14 @@ where
                 ),
             },
         };
-        if let Some(exit) = options::apply(&mut settings, spec.key, Given { option, value, on })? {
+        if let Some(exit) = options::apply(&mut values, spec.target, Given { option, value, on })? {
             return Ok(exit_command(exit, prog));
         }
     }
 
-    settings.app = app.ok_or(CliError::MissingApp)?;
-    options::check_conflicts(&settings)?;
-    Ok(Command::Run(settings))
+    let app = app.ok_or(CliError::MissingApp)?;
+    options::check_conflicts(&values)?;
+    Ok(Command::Run(Parsed { app, values }))
 }
 
 /// Checks that `app` is `module:attribute`: exactly one `':'`, a module path
@@ -190,7 +221,7 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_alphanumeric())
 }
 
-fn exit_command(exit: Exit, prog: &str) -> Command {
+fn exit_command<S>(exit: Exit, prog: &str) -> Command<S> {
     match exit {
         Exit::Help => Command::Help(help(prog)),
         Exit::Version => Command::Version,

@@ -1,48 +1,44 @@
-//! The option table and what each option does to [`Settings`].
+//! The command-line options, derived from the settings table
+//! ([`crate::table::SETTINGS`]) plus `--version` and `--help`, and what each
+//! option does to the [`Values`].
 //!
-//! Adding an option is: a [`Key`] variant, a row in [`OPTIONS`] (name,
-//! arity, help, default shown by `--help`), and the arm for it in [`apply`].
-//! Options that exclude each other are checked once, after parsing, in
-//! [`check_conflicts`]. The parser, `--help`, and spelling suggestions all
-//! read the table, so nothing else changes.
+//! A setting with a [`Flag`](crate::table::Flag) is an option: its flag,
+//! `--help` text, metavar and shown default come from its row, its value is
+//! parsed by [`Setting::parse_text`]. Options that exclude each other are
+//! checked once, after parsing, in [`check_conflicts`]. The parser, `--help`
+//! and spelling suggestions all read [`OPTIONS`].
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use crate::error::CliError;
-use crate::settings::{Lifespan, LogLevel, Settings};
+use crate::table::{Kind, Setting, Status, SETTINGS};
+use crate::value::{Value, Values};
 
-/// Identifies an option independently of its spelling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Key {
-    Host,
-    Port,
-    Uds,
-    Fd,
-    RootPath,
-    Lifespan,
-    AccessLog,
-    LogLevel,
+/// What an option stands for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Target {
+    Setting(&'static Setting),
     Version,
     Help,
 }
 
 /// How an option consumes arguments.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Arity {
     /// Takes a value: `--opt VALUE` or `--opt=VALUE`. `metavar` names it in
     /// `--help`.
-    Value { metavar: &'static str },
+    Value { metavar: String },
     /// A pair of flags: the row's `long` turns it on, `off` turns it off.
     Switch { off: &'static str },
     /// A flag with no value and no negation.
     Flag,
 }
 
-/// One row of the option table.
+/// One option.
 #[derive(Debug)]
 pub(crate) struct OptSpec {
-    pub key: Key,
+    pub target: Target,
     /// `--name`.
     pub long: &'static str,
     /// `-x`, if any.
@@ -50,7 +46,7 @@ pub(crate) struct OptSpec {
     pub arity: Arity,
     pub help: &'static str,
     /// Shown by `--help` as `[default: ...]`.
-    pub default: Option<&'static str>,
+    pub default: Option<String>,
 }
 
 impl OptSpec {
@@ -58,10 +54,10 @@ impl OptSpec {
     /// options win over any error elsewhere on the command line, as click's
     /// eager options do.
     pub(crate) fn exit(&self) -> Option<Exit> {
-        match self.key {
-            Key::Help => Some(Exit::Help),
-            Key::Version => Some(Exit::Version),
-            _ => None,
+        match self.target {
+            Target::Help => Some(Exit::Help),
+            Target::Version => Some(Exit::Version),
+            Target::Setting(_) => None,
         }
     }
 
@@ -77,112 +73,56 @@ impl OptSpec {
     }
 }
 
-/// Options that end parsing instead of contributing to [`Settings`].
+/// Options that end parsing instead of contributing to the settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Exit {
     Help,
     Version,
 }
 
-/// The options, in `--help` order.
-pub(crate) const OPTIONS: &[OptSpec] = &[
-    OptSpec {
-        key: Key::Host,
-        long: "--host",
-        short: None,
-        arity: Arity::Value { metavar: "TEXT" },
-        help: "Bind socket to this host. Use --host 0.0.0.0 to make the \
-               application available on your local network. IPv6 addresses \
-               are supported, for example: --host '::'. Ignored with --uds \
-               or --fd.",
-        default: Some(Settings::DEFAULT_HOST),
-    },
-    OptSpec {
-        key: Key::Port,
-        long: "--port",
-        short: None,
-        arity: Arity::Value { metavar: "INTEGER" },
-        help: "Bind socket to this port. If 0, an available port will be \
-               picked. Ignored with --uds or --fd.",
-        default: Some("8000"),
-    },
-    OptSpec {
-        key: Key::Uds,
-        long: "--uds",
-        short: None,
-        arity: Arity::Value { metavar: "PATH" },
-        help: "Bind to a UNIX domain socket instead of --host/--port.",
-        default: None,
-    },
-    OptSpec {
-        key: Key::Fd,
-        long: "--fd",
-        short: None,
-        arity: Arity::Value { metavar: "INTEGER" },
-        help: "Serve on the listening socket with this file descriptor \
-               instead of --host/--port. Cannot be used with --uds.",
-        default: None,
-    },
-    OptSpec {
-        key: Key::RootPath,
-        long: "--root-path",
-        short: None,
-        arity: Arity::Value { metavar: "TEXT" },
-        help: "Set the ASGI 'root_path' for applications submounted below a \
-               given URL path: empty, or starting with '/' and not ending \
-               with '/'.",
-        default: Some("''"),
-    },
-    OptSpec {
-        key: Key::Lifespan,
-        long: "--lifespan",
-        short: None,
-        arity: Arity::Value {
-            metavar: "[auto|on|off]",
+/// The options, in `--help` order: the table's flags, then `--version` and
+/// `--help`.
+pub(crate) static OPTIONS: LazyLock<Vec<OptSpec>> = LazyLock::new(|| {
+    let settings = SETTINGS.iter().filter(|s| s.in_cli()).filter_map(|s| {
+        let flag = s.flag?;
+        let arity = match (s.kind, flag.off) {
+            (Kind::Bool, Some(off)) => Arity::Switch { off },
+            (Kind::Bool, None) => Arity::Flag,
+            _ => Arity::Value {
+                metavar: s.metavar_text(),
+            },
+        };
+        Some(OptSpec {
+            target: Target::Setting(s),
+            long: flag.long,
+            short: None,
+            arity,
+            help: s.help,
+            default: s.default_text(),
+        })
+    });
+    let exits = [
+        OptSpec {
+            target: Target::Version,
+            long: "--version",
+            short: None,
+            arity: Arity::Flag,
+            help: "Display the ferroloop version and exit.",
+            default: None,
         },
-        help: "Lifespan protocol: 'on' requires the application to support \
-               it, 'off' never runs it, 'auto' runs it if supported.",
-        default: Some("auto"),
-    },
-    OptSpec {
-        key: Key::AccessLog,
-        long: "--access-log",
-        short: None,
-        arity: Arity::Switch {
-            off: "--no-access-log",
+        OptSpec {
+            target: Target::Help,
+            long: "--help",
+            short: Some("-h"),
+            arity: Arity::Flag,
+            help: "Show this message and exit.",
+            default: None,
         },
-        help: "Enable/Disable access log.",
-        default: Some("no-access-log"),
-    },
-    OptSpec {
-        key: Key::LogLevel,
-        long: "--log-level",
-        short: None,
-        arity: Arity::Value {
-            metavar: "[critical|error|warning|info|debug|trace]",
-        },
-        help: "Log level (case-insensitive).",
-        default: Some("info"),
-    },
-    OptSpec {
-        key: Key::Version,
-        long: "--version",
-        short: None,
-        arity: Arity::Flag,
-        help: "Display the ferroloop version and exit.",
-        default: None,
-    },
-    OptSpec {
-        key: Key::Help,
-        long: "--help",
-        short: Some("-h"),
-        arity: Arity::Flag,
-        help: "Show this message and exit.",
-        default: None,
-    },
-];
+    ];
+    settings.chain(exits).collect()
+});
 
-/// The row and switch value for an exact option spelling.
+/// The option and switch value for an exact option spelling.
 pub(crate) fn lookup(name: &str) -> Option<(&'static OptSpec, &'static str, bool)> {
     OPTIONS.iter().find_map(|spec| {
         spec.names()
@@ -202,45 +142,57 @@ pub(crate) struct Given {
     pub on: bool,
 }
 
-impl Given {
-    fn os(self) -> Result<(&'static str, OsString), CliError> {
-        match self.value {
-            Some(v) => Ok((self.option, v)),
-            None => Err(CliError::MissingValue {
-                option: self.option,
-            }),
-        }
-    }
-
-    fn text(self) -> Result<(&'static str, String), CliError> {
-        let (option, value) = self.os()?;
-        let value = value.into_string().map_err(|v| CliError::NonUtf8 {
-            arg: v.to_string_lossy().into_owned(),
-        })?;
-        Ok((option, value))
-    }
-}
-
 /// Applies one option. Repeated options simply apply again: the last wins.
-pub(crate) fn apply(s: &mut Settings, key: Key, given: Given) -> Result<Option<Exit>, CliError> {
-    match key {
-        Key::Host => s.host = parse_host(given.text()?)?,
-        Key::Port => s.port = parse_port(given.text()?)?,
-        Key::Uds => s.uds = Some(parse_uds(given.os()?)?),
-        Key::Fd => s.fd = Some(parse_fd(given.text()?)?),
-        Key::RootPath => s.root_path = parse_root_path(given.text()?)?,
-        Key::Lifespan => s.lifespan = parse_lifespan(given.text()?)?,
-        Key::AccessLog => s.access_log = given.on,
-        Key::LogLevel => s.log_level = parse_log_level(given.text()?)?,
-        Key::Version => return Ok(Some(Exit::Version)),
-        Key::Help => return Ok(Some(Exit::Help)),
+pub(crate) fn apply(
+    values: &mut Values,
+    target: Target,
+    given: Given,
+) -> Result<Option<Exit>, CliError> {
+    let setting = match target {
+        Target::Version => return Ok(Some(Exit::Version)),
+        Target::Help => return Ok(Some(Exit::Help)),
+        Target::Setting(s) => s,
+    };
+    let option = given.option;
+    if let Status::Unsupported(reason) = setting.status {
+        return Err(CliError::Unsupported { option, reason });
+    }
+    let value = match (setting.kind, given.value) {
+        (Kind::Bool, None) => Value::Bool(given.on),
+        (_, None) => return Err(CliError::MissingValue { option }),
+        (_, Some(v)) => parse_value(setting, option, v)?,
+    };
+    match setting.status {
+        Status::Ignored(warning) => values.warn(format!("{option} is ignored: {warning}")),
+        Status::Supported | Status::Unsupported(_) => values.set(setting, value),
     }
     Ok(None)
 }
 
+/// A value must be UTF-8 unless the setting is a path.
+fn parse_value(setting: &Setting, option: &'static str, v: OsString) -> Result<Value, CliError> {
+    let invalid = |value: String, expected| CliError::InvalidValue {
+        option,
+        value,
+        expected,
+    };
+    if setting.kind == Kind::Path {
+        return setting
+            .parse_os(&v)
+            .map_err(|e| invalid(v.to_string_lossy().into_owned(), e.expected));
+    }
+    let text = v.into_string().map_err(|v| CliError::NonUtf8 {
+        arg: v.to_string_lossy().into_owned(),
+    })?;
+    setting
+        .parse_text(&text)
+        .map_err(|e| invalid(text, e.expected))
+}
+
 /// Rules across options, checked once all options are in.
-pub(crate) fn check_conflicts(s: &Settings) -> Result<(), CliError> {
-    if s.uds.is_some() && s.fd.is_some() {
+pub(crate) fn check_conflicts(values: &Values) -> Result<(), CliError> {
+    let given = |name| values.given(name).is_some_and(|v| *v != Value::None);
+    if given("uds") && given("fd") {
         return Err(CliError::Conflict {
             first: "--uds",
             second: "--fd",
@@ -249,83 +201,11 @@ pub(crate) fn check_conflicts(s: &Settings) -> Result<(), CliError> {
     Ok(())
 }
 
-fn invalid(option: &'static str, value: String, expected: &'static str) -> CliError {
-    CliError::InvalidValue {
-        option,
-        value,
-        expected,
-    }
-}
-
-/// Non-empty, no whitespace or control characters; resolution is left to
-/// the bind.
-fn parse_host((option, v): (&'static str, String)) -> Result<String, CliError> {
-    if v.is_empty() || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(invalid(option, v, "expected a host name or IP address"));
-    }
-    Ok(v)
-}
-
-/// Decimal digits only (no sign, no spaces), value in `u16`.
-fn parse_port((option, v): (&'static str, String)) -> Result<u16, CliError> {
-    match digits(&v).then(|| v.parse::<u16>()) {
-        Some(Ok(port)) => Ok(port),
-        _ => Err(invalid(option, v, "expected an integer from 0 to 65535")),
-    }
-}
-
-/// Decimal digits only, value in `0..=i32::MAX`.
-fn parse_fd((option, v): (&'static str, String)) -> Result<i32, CliError> {
-    match digits(&v).then(|| v.parse::<i32>()) {
-        Some(Ok(fd)) => Ok(fd),
-        _ => Err(invalid(
-            option,
-            v,
-            "expected a file descriptor number (an integer from 0 to 2147483647)",
-        )),
-    }
-}
-
-/// Any non-empty path; on Unix it may be non-UTF-8.
-fn parse_uds((option, v): (&'static str, OsString)) -> Result<PathBuf, CliError> {
-    if v.is_empty() {
-        return Err(invalid(option, String::new(), "expected a socket path"));
-    }
-    Ok(PathBuf::from(v))
-}
-
-fn parse_root_path((option, v): (&'static str, String)) -> Result<String, CliError> {
-    if v.is_empty() || (v.starts_with('/') && !v.ends_with('/')) {
-        return Ok(v);
-    }
-    Err(invalid(
-        option,
-        v,
-        "expected an empty string or a path that starts with '/' and does not end with '/'",
-    ))
-}
-
-fn parse_lifespan((option, v): (&'static str, String)) -> Result<Lifespan, CliError> {
-    Lifespan::parse(&v).ok_or_else(|| invalid(option, v, "expected one of: auto, on, off"))
-}
-
-fn parse_log_level((option, v): (&'static str, String)) -> Result<LogLevel, CliError> {
-    LogLevel::parse(&v).ok_or_else(|| {
-        invalid(
-            option,
-            v,
-            "expected one of: critical, error, warning, info, debug, trace",
-        )
-    })
-}
-
-fn digits(v: &str) -> bool {
-    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Settings;
+    use crate::table::Lit;
 
     #[test]
     fn every_spelling_is_unique() {
@@ -341,7 +221,7 @@ mod tests {
 
     #[test]
     fn spellings_are_well_formed() {
-        for spec in OPTIONS {
+        for spec in OPTIONS.iter() {
             for (name, _) in spec.names() {
                 let long = name.starts_with("--") && name.len() > 2;
                 let short = name.len() == 2 && name.starts_with('-') && name != "--";
@@ -352,51 +232,102 @@ mod tests {
     }
 
     #[test]
-    fn choice_metavars_match_the_enums() {
-        let metavar = |key| {
-            OPTIONS.iter().find_map(|s| match s.arity {
-                Arity::Value { metavar } if s.key == key => Some(metavar),
-                _ => None,
-            })
-        };
-        let lifespans: Vec<&str> = Lifespan::ALL.iter().map(|v| v.as_str()).collect();
-        let levels: Vec<&str> = LogLevel::ALL.iter().map(|v| v.as_str()).collect();
+    fn the_current_options_in_order() {
+        let longs: Vec<&str> = OPTIONS.iter().map(|s| s.long).collect();
         assert_eq!(
-            metavar(Key::Lifespan),
-            Some(format!("[{}]", lifespans.join("|")).as_str())
+            longs,
+            [
+                "--host",
+                "--port",
+                "--uds",
+                "--fd",
+                "--root-path",
+                "--lifespan",
+                "--access-log",
+                "--log-level",
+                "--version",
+                "--help"
+            ]
+        );
+    }
+
+    static WORKERS: Setting = Setting::new(
+        "workers",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(1),
+        "Worker processes.",
+    )
+    .cli_only("--workers")
+    .status(Status::Unsupported("one process for now"));
+    static RELOAD: Setting = Setting::new("reload", Kind::Bool, Lit::Bool(false), "Reload.")
+        .cli_only("--reload")
+        .status(Status::Ignored("ferroloop does not reload"));
+
+    fn given(option: &'static str, value: Option<&str>) -> Given {
+        Given {
+            option,
+            value: value.map(OsString::from),
+            on: true,
+        }
+    }
+
+    #[test]
+    fn unsupported_options_are_usage_errors() {
+        let mut values = Values::default();
+        let err = apply(
+            &mut values,
+            Target::Setting(&WORKERS),
+            given("--workers", Some("4")),
         );
         assert_eq!(
-            metavar(Key::LogLevel),
-            Some(format!("[{}]", levels.join("|")).as_str())
+            err.map_err(|e| e.to_string()),
+            Err("option '--workers' is not supported yet: one process for now".to_owned())
+        );
+        assert!(!WORKERS.in_config() && WORKERS.in_cli());
+    }
+
+    #[test]
+    fn ignored_options_warn_and_set_nothing() {
+        let mut values = Values::default();
+        let r = apply(
+            &mut values,
+            Target::Setting(&RELOAD),
+            given("--reload", None),
+        );
+        assert_eq!(r, Ok(None));
+        assert_eq!(values.given("reload"), None);
+        assert_eq!(
+            values.warnings(),
+            ["--reload is ignored: ferroloop does not reload"]
         );
     }
 
     #[test]
     fn shown_defaults_match_settings_defaults() {
         let d = Settings::new("a:b");
-        let shown = |key| {
+        let shown = |long| {
             OPTIONS
                 .iter()
-                .find(|s| s.key == key)
-                .and_then(|s| s.default)
+                .find(|s| s.long == long)
+                .and_then(|s| s.default.clone())
         };
-        assert_eq!(shown(Key::Host), Some(d.host.as_str()));
-        assert_eq!(shown(Key::Port), Some(d.port.to_string().as_str()));
-        assert_eq!(shown(Key::RootPath), Some("''"));
+        assert_eq!(shown("--host"), Some(d.host.clone()));
+        assert_eq!(shown("--port"), Some(d.port.to_string()));
+        assert_eq!(shown("--root-path").as_deref(), Some("''"));
         assert!(d.root_path.is_empty());
-        assert_eq!(shown(Key::Lifespan), Some(d.lifespan.as_str()));
-        assert_eq!(shown(Key::LogLevel), Some(d.log_level.as_str()));
+        assert_eq!(shown("--lifespan").as_deref(), Some(d.lifespan.as_str()));
+        assert_eq!(shown("--log-level").as_deref(), Some(d.log_level.as_str()));
         assert_eq!(
-            shown(Key::AccessLog),
+            shown("--access-log").as_deref(),
             Some(if d.access_log {
                 "access-log"
             } else {
                 "no-access-log"
             })
         );
-        assert_eq!(shown(Key::Uds), None);
+        assert_eq!(shown("--uds"), None);
         assert!(d.uds.is_none());
-        assert_eq!(shown(Key::Fd), None);
+        assert_eq!(shown("--fd"), None);
         assert!(d.fd.is_none());
     }
 }

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::value::Values;
+
 /// How the server runs the ASGI lifespan protocol (`--lifespan`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lifespan {
@@ -132,25 +134,31 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub const DEFAULT_HOST: &'static str = "127.0.0.1";
-    pub const DEFAULT_PORT: u16 = 8000;
-    pub const DEFAULT_LIFESPAN: Lifespan = Lifespan::Auto;
-    pub const DEFAULT_ACCESS_LOG: bool = false;
-    pub const DEFAULT_LOG_LEVEL: LogLevel = LogLevel::Info;
-
-    /// Settings for `app` with every option at its default. `app` is not
-    /// validated here (see [`crate::validate_app`]).
+    /// Settings for `app` with every option at its default (the defaults
+    /// are the settings table's). `app` is not validated here (see
+    /// [`crate::validate_app`]).
     pub fn new(app: impl Into<String>) -> Self {
+        Self::from_values(app, &Values::default())
+    }
+
+    /// The typed settings for `app` from parsed [`Values`] (a setting not
+    /// given takes the table's default). `values` hold only values that
+    /// passed [`crate::table::Setting::parse_text`], so every conversion
+    /// fits (the fallbacks are never taken).
+    pub fn from_values(app: impl Into<String>, values: &Values) -> Self {
         Settings {
             app: app.into(),
-            host: Self::DEFAULT_HOST.to_owned(),
-            port: Self::DEFAULT_PORT,
-            uds: None,
-            fd: None,
-            root_path: String::new(),
-            lifespan: Self::DEFAULT_LIFESPAN,
-            access_log: Self::DEFAULT_ACCESS_LOG,
-            log_level: Self::DEFAULT_LOG_LEVEL,
+            host: values.text("host"),
+            port: values
+                .int("port")
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or_default(),
+            uds: values.path("uds"),
+            fd: values.int("fd").and_then(|fd| i32::try_from(fd).ok()),
+            root_path: values.text("root_path"),
+            lifespan: Lifespan::parse(&values.text("lifespan")).unwrap_or(Lifespan::Auto),
+            access_log: values.flag("access_log"),
+            log_level: LogLevel::parse(&values.text("log_level")).unwrap_or(LogLevel::Info),
         }
     }
 

@@ -30,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::TimerHandle>()?;
     asgi::register(m)?;
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     #[cfg(feature = "test-hooks")]

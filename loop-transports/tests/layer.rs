@@ -109,7 +109,11 @@ fn a_layer_handshakes_encodes_and_closes_before_the_fin() {
     let (mut s, mut peer) = pair(Some(Box::new(Toy::default())));
     assert!(s.wants_read(false), "the handshake wants input");
     peer.write_all(b"H").expect("hello");
-    assert_eq!(read_once(&mut s), Ok(Some(Vec::new())), "no application data");
+    assert_eq!(
+        read_once(&mut s),
+        Ok(Some(Vec::new())),
+        "no application data"
+    );
     assert!(!s.wants_read(false));
     let mut answer = [0u8; 1];
     peer.read_exact(&mut answer).expect("answer");

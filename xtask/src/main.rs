@@ -10,6 +10,7 @@
 //! | `conformance [--python V] [ARGS]` | CPython's asyncio suite of that interpreter against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
 //! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
+//! | `gen-settings` | rewrite the files generated from loop-cli's settings table (the `Config` stub); `cargo test -p loop-cli` fails while they are stale |
 
 mod cmd;
 mod echo_client;
@@ -23,7 +24,8 @@ use std::process::ExitCode;
 const USAGE: &str =
     "usage: cargo xtask <demo|test [--python V] [--allow-missing-python] [--no-conformance]|\
                      develop [--python V]|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
-                     check-versions|bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]>";
+                     check-versions|bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]|\
+                     gen-settings>";
 
 fn usage() -> String {
     format!(
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         "conformance" => tasks::conformance(&rest),
         "bench" => tasks::bench(&rest),
         "echo-client" => echo_client::main(&rest),
+        "gen-settings" => tasks::gen_settings(),
         "-h" | "--help" | "help" => {
             println!("{}", usage());
             Ok(())

@@ -91,6 +91,16 @@ fn install_wheel(venv: &Venv, wheel: &std::path::Path) -> Result<(), String> {
     )
 }
 
+/// `gen-settings`: loop-cli's staleness test for the files generated from
+/// its settings table, in its rewrite mode (`loop-cli/tests/generated.rs`).
+pub fn gen_settings() -> Result<(), String> {
+    cmd::run(
+        cmd::new("cargo")
+            .args(["test", "-p", "loop-cli", "--test", "generated"])
+            .env("FERROLOOP_REGENERATE", "1"),
+    )
+}
+
 /// Build the test build's wheel and install it into the (project) venv.
 fn build_and_install_test_wheel(venv: &Venv) -> Result<PathBuf, String> {
     let wheel = build_wheel(venv, "release", Build::TestHooks)?;

@@ -7,7 +7,7 @@ import os
 import sys
 
 from . import _native
-from .server._config import AppLoadError, Config
+from .server._config import SETTINGS, AppLoadError, Config
 from .server._lifespan import LifespanFailed
 
 # Exit codes: usage errors 2 (as click/argparse), a broken app 1, startup
@@ -31,19 +31,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         text, code = value
         print(text, end="", file=sys.stderr)
         return code
-    settings = value
-    uds = os.fsdecode(settings["uds"]) if settings["uds"] is not None else None
-    config = Config(
-        settings["app"],
-        host=settings["host"],
-        port=settings["port"],
-        uds=uds,
-        fd=settings["fd"],
-        root_path=settings["root_path"],
-        lifespan=settings["lifespan"],
-        access_log=settings["access_log"],
-        log_level=settings["log_level"],
-    )
+    # Only what the command line gave: Config has the defaults (both come
+    # from loop-cli's settings table). CLI-only settings stay here.
+    for warning in value["warnings"]:
+        print(f"Warning: {warning}", file=sys.stderr)
+    config_values = {name: v for name, v in value["values"].items() if name in SETTINGS}
+    config = Config(value["app"], **config_values)
     # The app's directory is importable, as with uvicorn.
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")

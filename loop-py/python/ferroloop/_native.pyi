@@ -101,28 +101,16 @@ class ClientDisconnected(OSError): ...
 ASGI_SPEC_VERSION: str
 
 class HttpServer:
+    #: The `Config` attributes the server reads (the table's `native` rows).
+    SETTINGS: list[str]
     def __init__(
         self,
         event_loop: Loop,
         app: Callable[..., Any],
+        config: Any,
         *,
         error_log: Any,
         access_log: Any,
-        root_path: str,
-        server_header: bytes | None,
-        date_header: bool,
-        proxy_headers: bool,
-        forwarded_allow_ips: str,
-        limit_concurrency: int | None,
-        max_request_line: int,
-        max_header_size: int,
-        max_header_count: int,
-        max_body_size: int | None,
-        timeout_request_head: float,
-        timeout_keep_alive: float,
-        min_body_rate: float | None,
-        body_rate_grace: float,
-        access_log_enabled: bool,
     ) -> None: ...
     def set_state(self, state: dict[str, Any] | None) -> None: ...
     def listen(self, fd: int, tcp: bool) -> None: ...
@@ -143,4 +131,11 @@ class Send:
     def __call__(self, message: Any) -> Any: ...
 
 def parse_cli(prog: str, args: list[bytes]) -> tuple[str, Any]: ...
+def server_settings() -> list[dict[str, Any]]:
+    """loop-cli's settings table, one dict per row: name, kind (int, seconds,
+    rate, bool, text, path, choice, bool_or_text, object), min, max, zero,
+    rule, choices, ignore_case, null (no, unset, word), default, help,
+    expected, flag, off_flag, env, config, cli, surface, native, status
+    (supported, ignored, unsupported), status_reason, py_type,
+    py_attribute_type, py_default."""
 def _check_forwarded_allow_ips(spec: str) -> None: ...

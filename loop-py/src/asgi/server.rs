@@ -5,16 +5,14 @@
 
 use super::connection::{connection_config, HttpConnection};
 use super::dispatch::Addr;
-use super::proxy::Trust;
 use super::settings::{Settings, READ_CHUNK};
 use crate::errors::os_error;
 use crate::event_loop::{Loop, TickEnd};
 use loop_core::clock;
-use loop_http::{ConnectionConfig, DateCache, Limits};
+use loop_http::{ConnectionConfig, DateCache};
 use loop_transports::{
     AcceptStop, Accepted, IoFd, LayeredStream, ListenerCore, StreamConfig, StreamCore,
 };
-use pyo3::exceptions::PyValueError;
 use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -369,69 +367,25 @@ impl HttpServer {
 
 #[pymethods]
 impl HttpServer {
+    /// `HttpServer(loop, app, config, *, error_log, access_log)`: `config`
+    /// is the `ferroloop.Config` (see [`Settings::from_py`]); the loggers
+    /// are `logging.Logger`s.
     #[new]
-    #[pyo3(signature = (
-        event_loop, app, *, error_log, access_log, root_path, server_header, date_header,
-        proxy_headers, forwarded_allow_ips, limit_concurrency, max_request_line,
-        max_header_size, max_header_count, max_body_size, timeout_request_head,
-        timeout_keep_alive, min_body_rate, body_rate_grace, access_log_enabled
-    ))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (event_loop, app, config, *, error_log, access_log))]
     fn new(
         py: Python<'_>,
         event_loop: &Bound<'_, PyAny>,
         app: Py<PyAny>,
+        config: &Bound<'_, PyAny>,
         error_log: Py<PyAny>,
         access_log: Py<PyAny>,
-        root_path: String,
-        server_header: Option<Vec<u8>>,
-        date_header: bool,
-        proxy_headers: bool,
-        forwarded_allow_ips: &str,
-        limit_concurrency: Option<usize>,
-        max_request_line: usize,
-        max_header_size: usize,
-        max_header_count: usize,
-        max_body_size: Option<u64>,
-        timeout_request_head: f64,
-        timeout_keep_alive: f64,
-        min_body_rate: Option<f64>,
-        body_rate_grace: f64,
-        access_log_enabled: bool,
     ) -> PyResult<Self> {
         let event_loop = event_loop.cast::<Loop>().map_err(|_| {
             pyo3::exceptions::PyRuntimeError::new_err(
                 "ferroloop's HTTP server runs on a ferroloop loop: use ferroloop.run() or ferroloop.serve()",
             )
         })?;
-        let proxy = if proxy_headers {
-            Some(
-                Trust::parse(forwarded_allow_ips)
-                    .map_err(|e| PyValueError::new_err(format!("forwarded_allow_ips: {e}")))?,
-            )
-        } else {
-            None
-        };
-        let limits = Limits {
-            max_request_line,
-            max_header_bytes: max_header_size,
-            max_headers: max_header_count,
-            max_body: max_body_size,
-            ..Limits::default()
-        };
-        let settings = Settings {
-            limits,
-            timeout_request_head,
-            timeout_keep_alive,
-            min_body_rate,
-            body_rate_grace,
-            limit_concurrency,
-            root_path,
-            server_header,
-            date_header,
-            proxy,
-            access_log: access_log_enabled,
-        };
+        let settings = Settings::from_py(config)?;
         let done_future = Loop::create_future(event_loop)?;
         done_future.call_method1(intern!(py, "set_result"), (py.None(),))?;
         Ok(HttpServer {
@@ -455,6 +409,13 @@ impl HttpServer {
             warned_fds: false,
             corked: Vec::new(),
         })
+    }
+
+    /// The `Config` attributes the server reads (`Settings::READS`).
+    #[classattr]
+    #[pyo3(name = "SETTINGS")]
+    fn settings_read() -> Vec<&'static str> {
+        Settings::READS.to_vec()
     }
 
     /// The lifespan state copied into every request scope.

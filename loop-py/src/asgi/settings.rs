@@ -1,9 +1,18 @@
 //! Server settings the native side needs, validated by `ferroloop.Config`
 //! before they reach here, and the I/O bounds of a connection (the HTTP
 //! bounds are `loop_http::ConnectionConfig`'s).
+//!
+//! The settings are rows of loop-cli's table (`loop_cli::table::SETTINGS`)
+//! marked `native`; [`Settings::from_py`] reads exactly those attributes
+//! ([`Settings::READS`]) from the `Config`. A test checks the two lists
+//! agree (`tests/http/test_http_settings.py`).
 
 use super::proxy::Trust;
 use loop_http::Limits;
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 pub struct Settings {
     pub limits: Limits,
@@ -20,6 +29,80 @@ pub struct Settings {
     /// `None` when proxy headers are off.
     pub proxy: Option<Trust>,
     pub access_log: bool,
+}
+
+impl Settings {
+    /// The `Config` attributes [`Settings::from_py`] reads: the table's
+    /// `native` rows.
+    pub const READS: &'static [&'static str] = &[
+        "root_path",
+        "access_log",
+        "proxy_headers",
+        "forwarded_allow_ips",
+        "server_header",
+        "date_header",
+        "limit_concurrency",
+        "max_request_line",
+        "max_header_size",
+        "max_header_count",
+        "max_body_size",
+        "timeout_request_head",
+        "timeout_keep_alive",
+        "min_body_rate",
+        "body_rate_grace",
+    ];
+
+    /// What `Server` sends when `server_header` is `True`.
+    const PRODUCT: &'static [u8] = b"ferroloop";
+
+    /// The native settings from a `ferroloop.Config` (any object with its
+    /// attributes), whose values `Config` has already validated.
+    pub fn from_py(config: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let get = |name: &'static str| {
+            debug_assert!(Self::READS.contains(&name), "{name} is not in READS");
+            config.getattr(name)
+        };
+        let proxy = if get("proxy_headers")?.extract::<bool>()? {
+            let spec: String = get("forwarded_allow_ips")?.extract()?;
+            Some(
+                Trust::parse(&spec)
+                    .map_err(|e| PyValueError::new_err(format!("forwarded_allow_ips: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let header = get("server_header")?;
+        let server_header = if header.is_instance_of::<PyString>() {
+            // As Python's "latin-1" codec: an error for other characters.
+            let py = config.py();
+            let bytes = header.call_method1(intern!(py, "encode"), (intern!(py, "latin-1"),))?;
+            Some(bytes.extract::<Vec<u8>>()?)
+        } else if header.extract::<bool>()? {
+            Some(Self::PRODUCT.to_vec())
+        } else {
+            None
+        };
+        let limits = Limits {
+            max_request_line: get("max_request_line")?.extract()?,
+            max_header_bytes: get("max_header_size")?.extract()?,
+            max_headers: get("max_header_count")?.extract()?,
+            max_body: get("max_body_size")?.extract()?,
+            ..Limits::default()
+        };
+        Ok(Settings {
+            limits,
+            timeout_request_head: get("timeout_request_head")?.extract()?,
+            timeout_keep_alive: get("timeout_keep_alive")?.extract()?,
+            min_body_rate: get("min_body_rate")?.extract()?,
+            body_rate_grace: get("body_rate_grace")?.extract()?,
+            limit_concurrency: get("limit_concurrency")?.extract()?,
+            root_path: get("root_path")?.extract()?,
+            server_header,
+            date_header: get("date_header")?.extract()?,
+            proxy,
+            access_log: get("access_log")?.extract()?,
+        })
+    }
 }
 
 /// Response bytes buffered before `send()` waits (asyncio's water marks).

@@ -1,16 +1,33 @@
-"""`Config`: every server setting, validated once, with safe defaults."""
+"""`Config`: every server setting, validated once, with safe defaults.
+
+The settings are defined once, in loop-cli's table
+(`loop-cli/src/table/rows.rs`), which reaches Python as
+`_native.server_settings()`: `Config`'s keywords,
+defaults, bounds and choices are its rows. The checks here are the Python
+side of each row's kind (`_check_kind`), plus `_CHECKS` for the settings
+whose Python form is wider than their text form (a list, a socket, an int
+log level). The typed signature is `_config.pyi` (generated from the table).
+"""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import math
 import os
 import socket
 import sys
+import warnings
 from typing import Any, Callable
 
-LIFESPAN_MODES = ("auto", "on", "off")
+from .. import _native
+
+#: The settings `Config` takes, by name, in table order (rows of
+#: `_native.server_settings()`).
+SETTINGS: dict[str, dict[str, Any]] = {row["name"]: row for row in _native.server_settings() if row["config"]}
+
+LIFESPAN_MODES = tuple(SETTINGS["lifespan"]["choices"])
 LOG_LEVELS = {
     "critical": logging.CRITICAL,
     "error": logging.ERROR,
@@ -19,6 +36,7 @@ LOG_LEVELS = {
     "debug": logging.DEBUG,
     "trace": 5,
 }
+assert tuple(LOG_LEVELS) == tuple(SETTINGS["log_level"]["choices"])
 
 
 class AppLoadError(Exception):
@@ -69,118 +87,125 @@ def import_app(spec: str) -> Callable[..., Any]:
     return obj
 
 
+def _check_kind(row: dict[str, Any], value: Any) -> Any:
+    """Check `value` against its row's kind; return the value to keep."""
+    name, kind = row["name"], row["kind"]
+    if kind == "int":
+        _check_int(name, value, row["min"], maximum=row["max"])
+        return value
+    if kind == "seconds":
+        _check_seconds(name, value, allow_zero=row["zero"])
+        return float(value)
+    if kind == "rate":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{name}: expected bytes per second >= 0 or None, got {value!r}")
+        return None if value == 0 else float(value)
+    if kind == "bool":
+        _check_bool(name, value)
+        return value
+    if kind == "choice":
+        choices = row["choices"]
+        if not (isinstance(value, str) and (value.lower() if row["ignore_case"] else value) in choices):
+            raise ValueError(f"{name}: expected one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+    if kind == "path":
+        if not isinstance(value, (str, os.PathLike)):
+            raise ValueError(f"{name}: expected a path, got {value!r}")
+        return os.fspath(value)
+    if kind == "bool_or_text":
+        if not isinstance(value, (bool, str)) or (isinstance(value, str) and not value.isprintable()):
+            raise ValueError(f"{name}: expected True, False or a printable string, got {value!r}")
+        return value
+    if kind == "text":
+        if not isinstance(value, str):
+            raise ValueError(f"{name}: expected a string, got {value!r}")
+        return value
+    raise ValueError(f"{name}: no Python check for kind {kind!r}")  # an `object` row needs a _CHECKS entry
+
+
+def _check_host(row: dict[str, Any], value: Any) -> str:
+    # Non-empty; the text form's other rules (no whitespace) are left to the bind.
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"host: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _check_sock(row: dict[str, Any], value: Any) -> socket.socket:
+    if not isinstance(value, socket.socket):
+        raise ValueError(f"sock: expected a socket.socket, got {value!r}")
+    return value
+
+
+def _check_root_path(row: dict[str, Any], value: Any) -> str:
+    if not isinstance(value, str) or (value and not value.startswith("/")):
+        raise ValueError(f"root_path: expected '' or a path starting with '/', got {value!r}")
+    return value.rstrip("/")
+
+
+def _check_forwarded_allow_ips(row: dict[str, Any], value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        if not all(isinstance(x, str) for x in value):
+            raise ValueError(f"forwarded_allow_ips: expected strings, got {value!r}")
+        return ",".join(value)
+    if not isinstance(value, str):
+        raise ValueError(f"forwarded_allow_ips: expected a string or list of strings, got {value!r}")
+    return value
+
+
+def _check_log_level(row: dict[str, Any], value: Any) -> str | int:
+    if not (
+        (isinstance(value, str) and value.lower() in LOG_LEVELS) or (isinstance(value, int) and not isinstance(value, bool))
+    ):
+        raise ValueError(f"log_level: expected one of {', '.join(LOG_LEVELS)} or an int, got {value!r}")
+    return value
+
+
+#: Settings whose Python values are not just their kind's.
+_CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
+    "host": _check_host,
+    "sock": _check_sock,
+    "root_path": _check_root_path,
+    "forwarded_allow_ips": _check_forwarded_allow_ips,
+    "log_level": _check_log_level,
+}
+
+#: What `None` means for a setting whose `None` is not kept as is.
+_NONE = {"forwarded_allow_ips": lambda: os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")}
+
+
+def _check(row: dict[str, Any], value: Any) -> Any:
+    if value is None and row["null"] != "no":
+        none = _NONE.get(row["name"])
+        return None if none is None else _CHECKS.get(row["name"], _check_kind)(row, none())
+    if row["status"] == "unsupported" and value != row["default"]:
+        raise ValueError(f"{row['name']}: not supported yet: {row['status_reason']}")
+    if row["status"] == "ignored" and value != row["default"]:
+        warnings.warn(f"{row['name']} is ignored: {row['status_reason']}", stacklevel=3)
+    return _CHECKS.get(row["name"], _check_kind)(row, value)
+
+
 class Config:
     """Settings of one `ferroloop.Server`. Unknown keywords raise
-    `TypeError`; invalid values raise `ValueError` naming the setting."""
+    `TypeError`; invalid values raise `ValueError` naming the setting.
+    The keywords are `SETTINGS` (see `_config.pyi` for the signature)."""
 
-    def __init__(
-        self,
-        app: Callable[..., Any] | str,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        uds: str | os.PathLike[str] | None = None,
-        fd: int | None = None,
-        sock: socket.socket | None = None,
-        root_path: str = "",
-        lifespan: str = "auto",
-        access_log: bool = False,
-        proxy_headers: bool = True,
-        forwarded_allow_ips: str | list[str] | None = "127.0.0.1",
-        server_header: bool | str = True,
-        date_header: bool = True,
-        backlog: int = 2048,
-        limit_concurrency: int | None = None,
-        max_request_line: int = 8192,
-        max_header_size: int = 65536,
-        max_header_count: int = 100,
-        max_body_size: int | None = 16 * 1024 * 1024,
-        timeout_request_head: float = 10.0,
-        timeout_keep_alive: float = 5.0,
-        min_body_rate: float | None = 240.0,
-        body_rate_grace: float = 5.0,
-        timeout_graceful_shutdown: float = 30.0,
-        log_level: str | int | None = "info",
-    ) -> None:
+    def __init__(self, app: Callable[..., Any] | str, **settings: Any) -> None:
+        for name in settings:
+            if name not in SETTINGS:
+                raise TypeError(f"Config.__init__() got an unexpected keyword argument {name!r}")
         if not (callable(app) or isinstance(app, str)):
             raise ValueError(f"app: expected an ASGI callable or a 'module:attr' string, got {app!r}")
-        if not isinstance(host, str) or not host:
-            raise ValueError(f"host: expected a non-empty string, got {host!r}")
-        _check_int("port", port, 0, maximum=65535)
-        if uds is not None and not isinstance(uds, (str, os.PathLike)):
-            raise ValueError(f"uds: expected a path, got {uds!r}")
-        _check_int("fd", fd, 0, optional=True)
-        if sock is not None and not isinstance(sock, socket.socket):
-            raise ValueError(f"sock: expected a socket.socket, got {sock!r}")
-        if sum(x is not None for x in (uds, fd, sock)) > 1:
+        values = {}
+        for name, row in SETTINGS.items():  # a loop, not a comprehension: _check's stacklevel
+            values[name] = _check(row, settings.get(name, row["default"]))
+        if sum(values[x] is not None for x in ("uds", "fd", "sock")) > 1:
             raise ValueError("uds, fd, sock: give at most one listener source")
-        if not isinstance(root_path, str) or (root_path and not root_path.startswith("/")):
-            raise ValueError(f"root_path: expected '' or a path starting with '/', got {root_path!r}")
-        if lifespan not in LIFESPAN_MODES:
-            raise ValueError(f"lifespan: expected one of 'auto', 'on', 'off', got {lifespan!r}")
-        for name, flag in (("access_log", access_log), ("proxy_headers", proxy_headers), ("date_header", date_header)):
-            _check_bool(name, flag)
-        if isinstance(forwarded_allow_ips, (list, tuple)):
-            if not all(isinstance(x, str) for x in forwarded_allow_ips):
-                raise ValueError(f"forwarded_allow_ips: expected strings, got {forwarded_allow_ips!r}")
-            forwarded_allow_ips = ",".join(forwarded_allow_ips)
-        elif forwarded_allow_ips is None:
-            forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
-        elif not isinstance(forwarded_allow_ips, str):
-            raise ValueError(f"forwarded_allow_ips: expected a string or list of strings, got {forwarded_allow_ips!r}")
-        if not isinstance(server_header, (bool, str)) or (isinstance(server_header, str) and not server_header.isprintable()):
-            raise ValueError(f"server_header: expected True, False or a printable string, got {server_header!r}")
-        _check_int("backlog", backlog, 1)
-        _check_int("limit_concurrency", limit_concurrency, 1, optional=True)
-        _check_int("max_request_line", max_request_line, 64)
-        _check_int("max_header_size", max_header_size, 256)
-        _check_int("max_header_count", max_header_count, 1)
-        _check_int("max_body_size", max_body_size, 0, optional=True)
-        _check_seconds("timeout_request_head", timeout_request_head)
-        _check_seconds("timeout_keep_alive", timeout_keep_alive)
-        if min_body_rate is not None:
-            if isinstance(min_body_rate, bool) or not isinstance(min_body_rate, (int, float)) or not min_body_rate >= 0:
-                raise ValueError(f"min_body_rate: expected bytes per second >= 0 or None, got {min_body_rate!r}")
-            if min_body_rate == 0:
-                min_body_rate = None
-        _check_seconds("body_rate_grace", body_rate_grace, allow_zero=True)
-        _check_seconds("timeout_graceful_shutdown", timeout_graceful_shutdown, allow_zero=True)
-        if log_level is not None and not (
-            (isinstance(log_level, str) and log_level.lower() in LOG_LEVELS)
-            or (isinstance(log_level, int) and not isinstance(log_level, bool))
-        ):
-            raise ValueError(f"log_level: expected one of {', '.join(LOG_LEVELS)} or an int, got {log_level!r}")
-
         self.app = app
-        self.host = host
-        self.port = port
-        self.uds = os.fspath(uds) if uds is not None else None
-        self.fd = fd
-        self.sock = sock
-        self.root_path = root_path.rstrip("/")
-        self.lifespan = lifespan
-        self.access_log = access_log
-        self.proxy_headers = proxy_headers
-        self.forwarded_allow_ips = forwarded_allow_ips
-        self.server_header = server_header
-        self.date_header = date_header
-        self.backlog = backlog
-        self.limit_concurrency = limit_concurrency
-        self.max_request_line = max_request_line
-        self.max_header_size = max_header_size
-        self.max_header_count = max_header_count
-        self.max_body_size = max_body_size
-        self.timeout_request_head = float(timeout_request_head)
-        self.timeout_keep_alive = float(timeout_keep_alive)
-        self.min_body_rate = None if min_body_rate is None else float(min_body_rate)
-        self.body_rate_grace = float(body_rate_grace)
-        self.timeout_graceful_shutdown = float(timeout_graceful_shutdown)
-        self.log_level = log_level
+        for name, value in values.items():
+            setattr(self, name, value)
         # Checked here (not at start-up) so a bad list fails at construction.
-        from .._native import _check_forwarded_allow_ips
-
-        if proxy_headers:
-            _check_forwarded_allow_ips(forwarded_allow_ips)
+        if self.proxy_headers:
+            _native._check_forwarded_allow_ips(self.forwarded_allow_ips)
 
     def load_app(self) -> Callable[..., Any]:
         """The ASGI callable (imported if given as a string)."""
@@ -208,3 +233,13 @@ class Config:
             handler = logging.StreamHandler(sys.stderr)
             handler.setFormatter(logging.Formatter("%(levelname)-9s %(message)s"))
             logger.addHandler(handler)
+
+
+Config.__init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("app", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        *(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=row["default"]) for name, row in SETTINGS.items()),
+    ],
+    return_annotation=None,
+)

@@ -78,27 +78,7 @@ class Server:
         await lifespan.startup()
         try:
             self._bind()
-            self._native = _native.HttpServer(
-                loop,
-                app,
-                error_log=logger,
-                access_log=access_logger,
-                root_path=config.root_path,
-                server_header=config.server_header_value(),
-                date_header=config.date_header,
-                proxy_headers=config.proxy_headers,
-                forwarded_allow_ips=config.forwarded_allow_ips,
-                limit_concurrency=config.limit_concurrency,
-                max_request_line=config.max_request_line,
-                max_header_size=config.max_header_size,
-                max_header_count=config.max_header_count,
-                max_body_size=config.max_body_size,
-                timeout_request_head=config.timeout_request_head,
-                timeout_keep_alive=config.timeout_keep_alive,
-                min_body_rate=config.min_body_rate,
-                body_rate_grace=config.body_rate_grace,
-                access_log_enabled=config.access_log,
-            )
+            self._native = _native.HttpServer(loop, app, config, error_log=logger, access_log=access_logger)
             self._native.set_state(lifespan.state)
             # The heap built by imports and startup is long-lived: keep it
             # out of the cyclic collector's generations, so collections

@@ -1,0 +1,77 @@
+"""Type stub of `ferroloop.server._config`. The `Config` signature and
+attributes between the GENERATED markers come from loop-cli's settings
+table (`loop-cli/src/table/rows.rs`): regenerate them with `cargo xtask
+gen-settings`; `cargo test -p loop-cli` fails when they are stale."""
+
+import os
+import socket
+from typing import Any, Callable
+
+SETTINGS: dict[str, dict[str, Any]]
+LIFESPAN_MODES: tuple[str, ...]
+LOG_LEVELS: dict[str, int]
+
+class AppLoadError(Exception): ...
+
+def import_app(spec: str) -> Callable[..., Any]: ...
+
+class Config:
+    app: Callable[..., Any] | str
+    # BEGIN GENERATED settings
+    host: str
+    port: int
+    uds: str | None
+    fd: int | None
+    sock: socket.socket | None
+    root_path: str
+    lifespan: str
+    access_log: bool
+    proxy_headers: bool
+    forwarded_allow_ips: str
+    server_header: bool | str
+    date_header: bool
+    backlog: int
+    limit_concurrency: int | None
+    max_request_line: int
+    max_header_size: int
+    max_header_count: int
+    max_body_size: int | None
+    timeout_request_head: float
+    timeout_keep_alive: float
+    min_body_rate: float | None
+    body_rate_grace: float
+    timeout_graceful_shutdown: float
+    log_level: str | int | None
+    def __init__(
+        self,
+        app: Callable[..., Any] | str,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        uds: str | os.PathLike[str] | None = None,
+        fd: int | None = None,
+        sock: socket.socket | None = None,
+        root_path: str = "",
+        lifespan: str = "auto",
+        access_log: bool = False,
+        proxy_headers: bool = True,
+        forwarded_allow_ips: str | list[str] | None = "127.0.0.1",
+        server_header: bool | str = True,
+        date_header: bool = True,
+        backlog: int = 2048,
+        limit_concurrency: int | None = None,
+        max_request_line: int = 8192,
+        max_header_size: int = 65536,
+        max_header_count: int = 100,
+        max_body_size: int | None = 16777216,
+        timeout_request_head: float = 10.0,
+        timeout_keep_alive: float = 5.0,
+        min_body_rate: float | None = 240.0,
+        body_rate_grace: float = 5.0,
+        timeout_graceful_shutdown: float = 30.0,
+        log_level: str | int | None = "info",
+    ) -> None: ...
+    # END GENERATED settings
+    def load_app(self) -> Callable[..., Any]: ...
+    def server_header_value(self) -> bytes | None: ...
+    def configure_logging(self) -> None: ...
