@@ -577,3 +577,56 @@ fn eof_is_a_disconnect() {
     assert_eq!(c.read_body(id, &mut out), BodyRead::Disconnect);
     assert!(c.current(id).is_some_and(|ex| ex.is_abandoned()));
 }
+
+#[test]
+fn a_101_hands_the_connection_over_with_the_bytes_after_the_request() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(
+        b"GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n\x81\x05hello",
+    );
+    let id = next_request(&mut c);
+    let start = ResponsePart::Start {
+        status: 101,
+        headers: [
+            (&b"upgrade"[..], &b"websocket"[..]),
+            (b"connection", b"Upgrade"),
+        ],
+        trailers: false,
+    };
+    assert_eq!(c.send(id, &mut out, start, None, None, 0.0), Ok(None));
+    let end = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
+        data: b"",
+        more: false,
+    };
+    assert_eq!(c.send(id, &mut out, end, None, None, 0.0), Ok(Some(false)));
+    assert_eq!(c.phase(), Phase::Upgraded);
+    assert!(out.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
+    assert!(!c.wants_read() && matches!(c.poll(), Step::Wait));
+    assert_eq!(c.on_timer(1e9), TimerAction::Nothing);
+    assert_eq!(
+        c.take_unparsed(),
+        b"\x81\x05hello",
+        "nothing was parsed as HTTP"
+    );
+    assert_eq!(c.fail(400, &mut out, None, None, 0.0), FailOutcome::Ignored);
+}
+
+#[test]
+fn a_101_without_an_upgrade_request_is_refused() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    let start = ResponsePart::Start {
+        status: 101,
+        headers: NO_HEADERS,
+        trailers: false,
+    };
+    assert_eq!(
+        c.send(id, &mut out, start, None, None, 0.0),
+        Err(SendError::NoUpgrade)
+    );
+    assert!(out.is_empty());
+    assert!(c.take_unparsed().is_empty());
+}

@@ -23,6 +23,9 @@ pub enum SendError {
     TrailersNotDeclared,
     #[error("the declared trailers are expected next")]
     ExpectedTrailers,
+    /// `101 Switching Protocols` to a request that asked for no upgrade.
+    #[error("101 Switching Protocols answers only a request with Upgrade")]
+    NoUpgrade,
     #[error("invalid HTTP response: {0}")]
     Invalid(#[from] ResponseError),
 }

@@ -27,6 +27,10 @@
 //!   reset, a deadline, the end of linger); the exchange is over for the
 //!   app. The caller closes the socket.
 //! - **abort**: the caller's lose with an RST (shutdown past its grace).
+//! - **upgrade**: a `101` answer to a request that asked for an upgrade
+//!   ends HTTP on the connection ([`Phase::Upgraded`]); the caller hands
+//!   the stream and [`ServerConnection::take_unparsed`] to the next
+//!   protocol without a copy.
 
 mod config;
 mod exchange;
@@ -50,6 +54,10 @@ pub enum Phase {
     /// Output draining, then half-closed and dropping input until linger
     /// ends.
     Closing,
+    /// A `101 Switching Protocols` response completed: the stream and the
+    /// bytes after the request ([`ServerConnection::take_unparsed`]) belong
+    /// to the next protocol's handler now. Nothing here reads or times out.
+    Upgraded,
     Closed,
 }
 
@@ -212,7 +220,7 @@ impl ServerConnection {
                 }
                 _ => self.pending.len() < self.config.pipeline_buffer,
             },
-            Phase::Closed => false,
+            Phase::Upgraded | Phase::Closed => false,
         }
     }
 
@@ -310,7 +318,7 @@ impl ServerConnection {
                     pos = self.pending.len();
                     break Step::Wait;
                 }
-                Phase::Closed => break Step::Wait,
+                Phase::Upgraded | Phase::Closed => break Step::Wait,
             }
         };
         if pos > 0 {
@@ -413,6 +421,9 @@ impl ServerConnection {
         if closed || ex.is_abandoned() {
             return Err(SendError::Disconnected);
         }
+        if matches!(part, ResponsePart::Start { status: 101, .. }) && !ex.head().upgrade {
+            return Err(SendError::NoUpgrade);
+        }
         match ex.send(out, part, date, server)? {
             None => Ok(None),
             Some(keep_alive) => Ok(Some(self.response_complete(keep_alive, now))),
@@ -443,6 +454,12 @@ impl ServerConnection {
         let unread_expect = body_left && ex.expect_continue && !ex.continue_sent;
         // Body the app did not take is not needed any more.
         ex.body = Vec::new();
+        if ex.status() == 101 {
+            // `send` refuses 101 unless the request asked for an upgrade.
+            self.phase = Phase::Upgraded;
+            self.deadline_kind = Deadline::None;
+            return false;
+        }
         let keep =
             keep_alive && !self.draining && !self.peer_eof && !unread_expect && !too_much_left;
         self.head_clock = now;
@@ -461,6 +478,15 @@ impl ServerConnection {
         keep
     }
 
+    /// After [`Phase::Upgraded`]: the bytes received after the upgraded
+    /// request, moved out for the next protocol. Empty in any other phase.
+    pub fn take_unparsed(&mut self) -> Vec<u8> {
+        if self.phase != Phase::Upgraded {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.pending)
+    }
+
     /// Answer `status` (no app involved, or before its response started)
     /// and close gracefully.
     pub fn fail(
@@ -471,7 +497,7 @@ impl ServerConnection {
         server: Option<&[u8]>,
         now: f64,
     ) -> FailOutcome {
-        if matches!(self.phase, Phase::Closed | Phase::Closing) {
+        if matches!(self.phase, Phase::Closed | Phase::Closing | Phase::Upgraded) {
             return FailOutcome::Ignored;
         }
         let active = self.phase == Phase::Active;
@@ -494,7 +520,7 @@ impl ServerConnection {
     /// Graceful close: no more requests; what the caller buffered still
     /// goes out. False when already closing or closed.
     pub fn close(&mut self, now: f64) -> bool {
-        if matches!(self.phase, Phase::Closed | Phase::Closing) {
+        if matches!(self.phase, Phase::Closed | Phase::Closing | Phase::Upgraded) {
             return false;
         }
         self.enter_closing(now);

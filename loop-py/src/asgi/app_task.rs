@@ -12,7 +12,7 @@
 //! `asyncio.timeout` rely on these). It is not an `asyncio.Task` instance
 //! and not in `asyncio.all_tasks()` (README: differences).
 
-use super::connection::HttpConnection;
+use super::kind::TaskOwner;
 use crate::event_loop::Loop;
 use crate::pyapi;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
@@ -21,6 +21,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 enum Outcome {
     Pending,
@@ -34,8 +35,8 @@ pub struct AppTask {
     coro: Option<Py<PyAny>>,
     context: Py<PyAny>,
     event_loop: Py<Loop>,
-    conn: Option<Py<HttpConnection>>,
-    exchange: u64,
+    /// The connection's exchange the app serves.
+    owner: Option<Arc<dyn TaskOwner>>,
     fut_waiter: Option<Py<PyAny>>,
     must_cancel: bool,
     cancel_message: Option<Py<PyAny>>,
@@ -59,8 +60,7 @@ impl AppTask {
         py: Python<'_>,
         coro: Bound<'_, PyAny>,
         event_loop: Py<Loop>,
-        conn: Py<HttpConnection>,
-        exchange: u64,
+        owner: Arc<dyn TaskOwner>,
     ) -> PyResult<Py<AppTask>> {
         let context = pyapi::copy_current_context(py)?.unbind();
         let task = Py::new(
@@ -69,8 +69,7 @@ impl AppTask {
                 coro: Some(coro.unbind()),
                 context,
                 event_loop,
-                conn: Some(conn),
-                exchange,
+                owner: Some(owner),
                 fut_waiter: None,
                 must_cancel: false,
                 cancel_message: None,
@@ -156,9 +155,9 @@ impl AppTask {
                 // The app waits: what it has sent so far (a response head,
                 // a streamed event) goes out now rather than with the next
                 // body message.
-                let conn = slf.borrow().conn.as_ref().map(|c| c.clone_ref(py));
-                if let Some(conn) = conn {
-                    HttpConnection::flush_if_buffered(conn.bind(py))?;
+                let owner = slf.borrow().owner.clone();
+                if let Some(owner) = owner {
+                    owner.app_waits(py)?;
                 }
                 Ok(())
             }
@@ -338,14 +337,13 @@ impl AppTask {
         let py = slf.py();
         // The finished coroutine stays (`get_coro()` returns it, as on a
         // Task); its frame is already gone.
-        let (callbacks, conn, exchange, event_loop) = {
+        let (callbacks, owner, event_loop) = {
             let mut me = slf.borrow_mut();
             me.outcome = outcome;
             me.fut_waiter = None;
             (
                 std::mem::take(&mut me.callbacks),
-                me.conn.take(),
-                me.exchange,
+                me.owner.take(),
                 me.event_loop.clone_ref(py),
             )
         };
@@ -355,7 +353,7 @@ impl AppTask {
         for (callback, context) in callbacks {
             Self::schedule_callback(slf, event_loop.bind(py), callback, context)?;
         }
-        if let Some(conn) = conn {
+        if let Some(owner) = owner {
             let (error, cancelled) = {
                 let me = slf.borrow();
                 match &me.outcome {
@@ -364,12 +362,7 @@ impl AppTask {
                     _ => (None, false),
                 }
             };
-            super::dispatch::app_finished(
-                conn.bind(py),
-                exchange,
-                error.map(|e| e.into_bound(py)),
-                cancelled,
-            )?;
+            owner.app_finished(py, error.map(|e| e.into_bound(py)), cancelled)?;
         }
         Ok(())
     }
@@ -610,8 +603,8 @@ impl AppTask {
         if let Outcome::Result(v) | Outcome::Error(v) = &self.outcome {
             visit.call(v)?;
         }
-        if let Some(c) = &self.conn {
-            visit.call(c)?;
+        if let Some(owner) = &self.owner {
+            owner.traverse(&visit)?;
         }
         visit.call(&self.context)?;
         if let Some(m) = &self.cancel_message {
@@ -628,7 +621,7 @@ impl AppTask {
         self.fut_waiter = None;
         self.wakeup = None;
         self.callbacks.clear();
-        self.conn = None;
+        self.owner = None;
         self.cancel_message = None;
         self.name = None;
     }

@@ -2,26 +2,28 @@
 //! (socket → `loop-http` codec → ASGI exchange) and Python sees only
 //! `app(scope, receive, send)`.
 //!
-//! - [`server`]: listeners, accepting, the connection registry, timeouts.
-//! - [`connection`]: one connection's socket and loop registrations around
-//!   `loop_http::ServerConnection`, which decides everything HTTP.
-//! - [`dispatch`]: a request's scope, the app's call, what its end means.
-//! - [`exchange`]: the app's `receive`/`send` callables and their futures.
-//! - [`messages`]: decoding the app's `send()` messages.
+//! The modules, lowest first; each imports only modules listed before it
+//! (`tests/test_module_layers.py` checks it):
+//! - [`kind`]: what the server and an app task need of any connection kind.
+//! - [`proxy`], [`settings`], [`scope`], [`messages`]: trusted proxy
+//!   headers, configuration, the scope and messages as Python objects,
+//!   decoding the app's `send()` messages.
+//! - [`shared`]: what a server's connections share, with the registry of
+//!   live connections and the end-of-tick flush.
 //! - [`app_task`]: the task that steps the app's coroutine.
-//! - [`scope`]: the scope and messages as Python objects.
-//! - [`proxy`]: trusted proxy headers.
-//! - [`settings`]: configuration; raw socket calls are `crate::net`.
+//! - [`http`]: the HTTP/1.1 connection kind, glue around
+//!   `loop_http::ServerConnection`.
+//! - [`server`]: listeners, accepting, the timeout sweep, drain and shutdown.
 
 mod app_task;
-mod connection;
-mod dispatch;
-mod exchange;
+mod http;
+mod kind;
 mod messages;
 mod proxy;
 mod scope;
 mod server;
 mod settings;
+mod shared;
 
 use pyo3::prelude::*;
 
@@ -34,9 +36,9 @@ pyo3::create_exception!(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::HttpServer>()?;
-    m.add_class::<connection::HttpConnection>()?;
-    m.add_class::<exchange::Receive>()?;
-    m.add_class::<exchange::Send>()?;
+    m.add_class::<http::HttpConnection>()?;
+    m.add_class::<http::Receive>()?;
+    m.add_class::<http::Send>()?;
     m.add_class::<app_task::AppTask>()?;
     m.add(
         "ClientDisconnected",

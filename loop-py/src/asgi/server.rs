@@ -1,25 +1,22 @@
 //! The native half of `ferroloop.Server`: listeners and accepting, the
-//! registry of live connections, the periodic timeout sweep, draining and
-//! logging. Binding sockets, lifespan and signals are Python
-//! (`ferroloop/_server/`).
+//! periodic timeout sweep, draining and shutdown. What connections share
+//! (the registry among it) is [`ServerShared`]; binding sockets, lifespan
+//! and signals are Python (`ferroloop/server/`).
 
-use super::connection::{connection_config, HttpConnection};
-use super::dispatch::Addr;
-use super::settings::{Settings, READ_CHUNK};
+use super::http::{connection_config, Addr, HttpConnection, HttpHandle};
+use super::kind::ConnHandle;
+use super::settings::Settings;
+use super::shared::ServerShared;
 use crate::errors::os_error;
-use crate::event_loop::{Loop, TickEnd};
+use crate::event_loop::Loop;
 use loop_core::clock;
-use loop_http::{ConnectionConfig, DateCache};
 use loop_transports::{
     AcceptStop, Accepted, IoFd, LayeredStream, ListenerCore, StreamConfig, StreamCore,
 };
-use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple};
-use pyo3::PyTraverseError;
 use std::os::fd::RawFd;
-use std::sync::Arc;
 
 /// Connections accepted per readiness event before the loop moves on.
 const ACCEPT_BATCH: usize = 64;
@@ -28,41 +25,11 @@ const ACCEPT_BACKOFF: f64 = 1.0;
 
 #[pyclass(module = "ferroloop._native")]
 pub struct HttpServer {
-    pub(super) event_loop: Py<Loop>,
-    pub(super) app: Py<PyAny>,
-    pub(super) state: Option<Py<PyDict>>,
-    pub(super) settings: Arc<Settings>,
-    /// What every connection's state machine is configured with.
-    conn_config: Arc<ConnectionConfig>,
-    error_log: Py<PyAny>,
-    access_log: Py<PyAny>,
-    /// One finished future: what `send()` returns when it need not wait.
-    pub(super) done_future: Py<PyAny>,
-    read_buf: Vec<u8>,
-    date: DateCache,
-    conns: Vec<Option<Py<HttpConnection>>>,
-    free: Vec<usize>,
-    live: usize,
+    shared: Py<ServerShared>,
+    event_loop: Py<Loop>,
     listeners: Vec<Listener>,
-    pub(super) tasks: usize,
-    pub(super) draining: bool,
     sweep: Option<Py<PyAny>>,
     warned_fds: bool,
-    /// Connections whose finished responses go out at the end of the tick.
-    corked: Vec<Py<HttpConnection>>,
-}
-
-/// The end-of-tick flush of a server's corked connections.
-struct FlushCorked(Py<HttpServer>);
-
-impl TickEnd for FlushCorked {
-    fn run(self: Box<Self>, py: Python<'_>) {
-        HttpServer::flush_corked(self.0.bind(py));
-    }
-
-    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.0)
-    }
 }
 
 struct Listener {
@@ -72,153 +39,6 @@ struct Listener {
 }
 
 impl HttpServer {
-    pub(super) fn live_connections(&self) -> usize {
-        self.live
-    }
-
-    pub(super) fn read_buffer(&mut self) -> &mut [u8] {
-        if self.read_buf.len() < READ_CHUNK {
-            self.read_buf.resize(READ_CHUNK, 0);
-        }
-        &mut self.read_buf
-    }
-
-    pub(super) fn date(&mut self) -> &[u8] {
-        self.date.get()
-    }
-
-    pub(super) fn date_value(&mut self) -> Option<&[u8]> {
-        if self.settings.date_header {
-            Some(self.date.get())
-        } else {
-            None
-        }
-    }
-
-    pub(super) fn forget(slf: &Bound<'_, Self>, slot: usize) {
-        let removed = {
-            let mut me = slf.borrow_mut();
-            match me.conns.get_mut(slot).and_then(Option::take) {
-                Some(conn) => {
-                    me.free.push(slot);
-                    me.live -= 1;
-                    Some(conn)
-                }
-                None => None,
-            }
-        };
-        drop(removed);
-    }
-
-    /// Hold `conn`'s output until the end of the tick, when every response
-    /// finished in the tick is written together: the client is woken once
-    /// for them, not once per response (a wake-up costs the sending CPU an
-    /// inter-processor interrupt). False when the loop refused the deferral:
-    /// the caller writes at once.
-    pub(super) fn cork(slf: &Bound<'_, Self>, conn: &Bound<'_, HttpConnection>) -> bool {
-        let first = {
-            let mut me = slf.borrow_mut();
-            me.corked.push(conn.clone().unbind());
-            me.corked.len() == 1
-        };
-        if first {
-            let hook = Box::new(FlushCorked(slf.clone().unbind()));
-            let event_loop = slf.borrow().event_loop.clone_ref(slf.py());
-            if event_loop.get().at_tick_end(hook).is_err() {
-                let popped = slf.borrow_mut().corked.pop();
-                drop(popped);
-                return false;
-            }
-        }
-        true
-    }
-
-    fn flush_corked(slf: &Bound<'_, Self>) {
-        let py = slf.py();
-        let conns = std::mem::take(&mut slf.borrow_mut().corked);
-        for conn in &conns {
-            let conn = conn.bind(py);
-            conn.borrow_mut().corked = false;
-            if let Err(err) = HttpConnection::flush(conn) {
-                let _ = Self::log_app_error(slf, &err);
-                let _ = HttpConnection::abort(conn);
-            }
-        }
-        drop(conns);
-    }
-
-    fn connections(&self, py: Python<'_>) -> Vec<Py<HttpConnection>> {
-        self.conns
-            .iter()
-            .flatten()
-            .map(|c| c.clone_ref(py))
-            .collect()
-    }
-
-    pub(super) fn log_error(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
-        let py = slf.py();
-        let logger = slf.borrow().error_log.clone_ref(py);
-        logger.call_method1(py, intern!(py, "error"), (message,))?;
-        Ok(())
-    }
-
-    pub(super) fn log_app_exception(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
-        let py = slf.py();
-        let logger = slf.borrow().error_log.clone_ref(py);
-        let kwargs = PyDict::new(py);
-        kwargs.set_item(intern!(py, "exc_info"), exc)?;
-        logger.call_method(
-            py,
-            intern!(py, "error"),
-            ("Exception in ASGI application",),
-            Some(&kwargs),
-        )?;
-        Ok(())
-    }
-
-    pub(super) fn log_app_error(slf: &Bound<'_, Self>, err: &PyErr) -> PyResult<()> {
-        Self::log_app_exception(slf, err.value(slf.py()).as_any())
-    }
-
-    /// uvicorn's access line: `client - "METHOD target HTTP/x" status`.
-    pub(super) fn log_access(
-        slf: &Bound<'_, Self>,
-        conn: &Bound<'_, HttpConnection>,
-    ) -> PyResult<()> {
-        let py = slf.py();
-        if !slf.borrow().settings.access_log {
-            return Ok(());
-        }
-        let args = {
-            let me = conn.borrow();
-            let Some(ex) = me.http.exchange() else {
-                return Ok(());
-            };
-            let version = match ex.head().version {
-                loop_http::Version::Http10 => "1.0",
-                loop_http::Version::Http11 => "1.1",
-            };
-            // As uvicorn: the path as the app sees it, root_path included.
-            let mut target = me.settings.root_path.clone();
-            target.push_str(&String::from_utf8_lossy(ex.head().path()));
-            if !ex.head().query().is_empty() {
-                target.push('?');
-                target.push_str(&String::from_utf8_lossy(ex.head().query()));
-            }
-            (
-                "%s - \"%s %s HTTP/%s\" %d",
-                me.client_text.clone(),
-                String::from_utf8_lossy(ex.head().method()).into_owned(),
-                target,
-                version,
-                ex.status(),
-            )
-        };
-        let logger = slf.borrow().access_log.clone_ref(py);
-        logger.call_method1(py, intern!(py, "info"), args)?;
-        Ok(())
-    }
-
     fn accept_from(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
         let py = slf.py();
         let mut accepted = Vec::new();
@@ -257,26 +77,15 @@ impl HttpServer {
     /// Make an accepted stream a connection of this server and start it.
     fn adopt(slf: &Bound<'_, Self>, stream: LayeredStream, peer: Option<Addr>) -> PyResult<()> {
         let py = slf.py();
-        let (slot, event_loop, settings, config) = {
-            let mut me = slf.borrow_mut();
-            let slot = match me.free.pop() {
-                Some(slot) => slot,
-                None => {
-                    me.conns.push(None);
-                    me.conns.len() - 1
-                }
-            };
-            (
-                slot,
-                me.event_loop.clone_ref(py),
-                me.settings.clone(),
-                me.conn_config.clone(),
-            )
+        let shared = slf.borrow().shared.clone_ref(py);
+        let (slot, settings, config) = {
+            let mut sh = shared.borrow_mut(py);
+            (sh.reserve(), sh.settings.clone(), sh.conn_config.clone())
         };
         let conn = HttpConnection::new(
             py,
-            slf.clone().unbind(),
-            event_loop,
+            shared.clone_ref(py),
+            slf.borrow().event_loop.clone_ref(py),
             settings,
             config,
             stream,
@@ -287,15 +96,13 @@ impl HttpServer {
         let conn = match conn.and_then(|c| Bound::new(py, c)) {
             Ok(conn) => conn,
             Err(err) => {
-                slf.borrow_mut().free.push(slot);
+                shared.borrow_mut(py).unreserve(slot);
                 return Err(err);
             }
         };
-        {
-            let mut me = slf.borrow_mut();
-            me.conns[slot] = Some(conn.clone().unbind());
-            me.live += 1;
-        }
+        shared
+            .borrow_mut(py)
+            .register(slot, Box::new(HttpHandle(conn.clone().unbind())));
         if let Err(err) = HttpConnection::start(&conn) {
             HttpConnection::lose(&conn)?;
             return Err(err);
@@ -311,13 +118,12 @@ impl HttpServer {
         Loop::remove_fd_callback(event_loop.bind(py), PyInt::new(py, fd).as_any(), false)?;
         let warn = !std::mem::replace(&mut slf.borrow_mut().warned_fds, true);
         if warn {
-            let logger = slf.borrow().error_log.clone_ref(py);
-            logger.call_method1(
-                py,
-                intern!(py, "warning"),
-                (format!(
+            let shared = slf.borrow().shared.clone_ref(py);
+            ServerShared::log_warning(
+                shared.bind(py),
+                &format!(
                     "accept failed ({err}); pausing new connections for {ACCEPT_BACKOFF:.0} s"
-                ),),
+                ),
             )?;
         }
         let resume = slf.getattr(intern!(py, "_resume_accepting"))?;
@@ -344,8 +150,8 @@ impl HttpServer {
     fn schedule_sweep(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let interval = {
-            let me = slf.borrow();
-            let s = &me.settings;
+            let shared = slf.borrow().shared.clone_ref(py);
+            let s = shared.borrow(py).settings.clone();
             let shortest = s.timeout_request_head.min(s.timeout_keep_alive).min(
                 if s.min_body_rate.is_some() {
                     s.body_rate_grace
@@ -388,26 +194,22 @@ impl HttpServer {
         let settings = Settings::from_py(config)?;
         let done_future = Loop::create_future(event_loop)?;
         done_future.call_method1(intern!(py, "set_result"), (py.None(),))?;
-        Ok(HttpServer {
-            event_loop: event_loop.clone().unbind(),
+        let conn_config = connection_config(&settings);
+        let shared = ServerShared::new(
+            event_loop.clone().unbind(),
             app,
-            state: None,
-            conn_config: Arc::new(connection_config(&settings)),
-            settings: Arc::new(settings),
+            settings,
+            conn_config,
             error_log,
             access_log,
-            done_future: done_future.unbind(),
-            read_buf: Vec::new(),
-            date: DateCache::new(),
-            conns: Vec::new(),
-            free: Vec::new(),
-            live: 0,
+            done_future.unbind(),
+        );
+        Ok(HttpServer {
+            shared: Py::new(py, shared)?,
+            event_loop: event_loop.clone().unbind(),
             listeners: Vec::new(),
-            tasks: 0,
-            draining: false,
             sweep: None,
             warned_fds: false,
-            corked: Vec::new(),
         })
     }
 
@@ -419,8 +221,8 @@ impl HttpServer {
     }
 
     /// The lifespan state copied into every request scope.
-    fn set_state(&mut self, state: Option<Py<PyDict>>) {
-        self.state = state;
+    fn set_state(&self, py: Python<'_>, state: Option<Py<PyDict>>) {
+        self.shared.borrow_mut(py).state = state;
     }
 
     /// Start accepting on a bound, listening, non-blocking socket's fd
@@ -466,26 +268,24 @@ impl HttpServer {
 
     /// Close idle connections now; busy ones close after their response.
     fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
-        slf.borrow_mut().draining = true;
-        let conns = slf.borrow().connections(slf.py());
-        for conn in conns {
-            HttpConnection::drain(conn.bind(slf.py()))?;
-        }
-        Ok(())
+        let py = slf.py();
+        let shared = slf.borrow().shared.clone_ref(py);
+        ServerShared::for_each(shared.bind(py), |conn| conn.drain(py))
     }
 
     /// Close every connection (the grace period is over), and stop the
     /// sweep.
     fn close_all(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let conns = slf.borrow().connections(py);
-        for conn in conns {
-            let task = super::dispatch::running_task(&conn.borrow(py), py);
-            HttpConnection::abort(conn.bind(py))?;
+        let shared = slf.borrow().shared.clone_ref(py);
+        ServerShared::for_each(shared.bind(py), |conn| {
+            let task = conn.running_task(py);
+            conn.abort(py)?;
             if let Some(task) = task {
                 task.call_method0(py, intern!(py, "cancel"))?;
             }
-        }
+            Ok(())
+        })?;
         if let Some(handle) = slf.borrow_mut().sweep.take() {
             handle.call_method0(py, intern!(py, "cancel"))?;
         }
@@ -493,13 +293,13 @@ impl HttpServer {
     }
 
     #[getter]
-    fn connection_count(&self) -> usize {
-        self.live
+    fn connection_count(&self, py: Python<'_>) -> usize {
+        self.shared.borrow(py).live_connections()
     }
 
     #[getter]
-    fn task_count(&self) -> usize {
-        self.tasks
+    fn task_count(&self, py: Python<'_>) -> usize {
+        self.shared.borrow(py).tasks
     }
 
     fn _on_accept(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
@@ -523,14 +323,15 @@ impl HttpServer {
         let now = clock::monotonic();
         slf.borrow_mut().sweep = None;
         Self::schedule_sweep(slf)?;
-        let conns = slf.borrow().connections(py);
-        for conn in conns {
-            if let Err(err) = HttpConnection::check_timers(conn.bind(py), now) {
+        let shared = slf.borrow().shared.clone_ref(py);
+        let shared = shared.bind(py);
+        ServerShared::for_each(shared, |conn: &dyn ConnHandle| {
+            if let Err(err) = conn.check_timers(py, now) {
                 // One connection's failure must not stop every timeout.
-                Self::log_app_error(slf, &err)?;
-                let _ = HttpConnection::abort(conn.bind(py));
+                ServerShared::log_app_error(shared, &err)?;
+                let _ = conn.abort(py);
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }

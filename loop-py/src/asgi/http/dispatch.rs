@@ -2,12 +2,12 @@
 //! call and its `AppTask`, and what the app's return means for the
 //! connection (a 500 for a response never started, a cut-short response).
 
-use super::app_task::AppTask;
 use super::connection::HttpConnection;
 use super::exchange::{Receive, Send};
-use super::proxy::{self, Trust};
-use super::scope;
-use super::server::HttpServer;
+use crate::asgi::app_task::AppTask;
+use crate::asgi::proxy::{self, Trust};
+use crate::asgi::scope;
+use crate::asgi::shared::ServerShared;
 use loop_http::RequestHead;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -17,7 +17,7 @@ use std::net::IpAddr;
 /// A socket address as the scope shows it: TCP (v4/v6) or a Unix path
 /// (empty when unnamed; an abstract name keeps its leading NUL).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Addr {
+pub(in crate::asgi) enum Addr {
     Inet(IpAddr, u16),
     Unix(String),
 }
@@ -46,14 +46,14 @@ impl Addr {
 /// The Python side of the current exchange: what the app waits on and the
 /// task that runs it. Replaced at each request.
 #[derive(Default)]
-pub(super) struct Waiters {
+pub(in crate::asgi) struct Waiters {
     pub receive: Option<Py<PyAny>>,
     pub send: Option<Py<PyAny>>,
     pub task: Option<Py<PyAny>>,
 }
 
 /// An address as ASGI's `client`/`server` tuple.
-pub(super) fn addr_tuple(
+pub(in crate::asgi) fn addr_tuple(
     py: Python<'_>,
     addr: &Option<Addr>,
     is_local: bool,
@@ -80,9 +80,12 @@ pub(super) fn addr_tuple(
 }
 
 /// A complete head: run the app for it (or answer 503 over the limit).
-pub(super) fn start_request(conn: &Bound<'_, HttpConnection>, head: RequestHead) -> PyResult<()> {
+pub(in crate::asgi) fn start_request(
+    conn: &Bound<'_, HttpConnection>,
+    head: RequestHead,
+) -> PyResult<()> {
     let py = conn.py();
-    let server = conn.borrow().server.clone_ref(py);
+    let server = conn.borrow().shared.clone_ref(py);
     let server = server.bind(py);
     let over_limit = {
         let srv = server.borrow();
@@ -98,7 +101,7 @@ pub(super) fn start_request(conn: &Bound<'_, HttpConnection>, head: RequestHead)
     let scope = match request_scope(conn, server, &head) {
         Ok(scope) => scope,
         Err(err) => {
-            HttpServer::log_app_error(server, &err)?;
+            ServerShared::log_app_error(server, &err)?;
             return HttpConnection::fail(conn, 500);
         }
     };
@@ -113,12 +116,16 @@ pub(super) fn start_request(conn: &Bound<'_, HttpConnection>, head: RequestHead)
     let coro = match app.bind(py).call1((scope, receive, send)) {
         Ok(coro) => coro,
         Err(err) => {
-            HttpServer::log_app_error(server, &err)?;
+            ServerShared::log_app_error(server, &err)?;
             return HttpConnection::fail(conn, 500);
         }
     };
     let event_loop = conn.borrow().event_loop.clone_ref(py);
-    let task = AppTask::new(py, coro, event_loop, conn.clone().unbind(), id)?;
+    let owner = std::sync::Arc::new(super::HttpOwner {
+        conn: conn.clone().unbind(),
+        exchange: id,
+    });
+    let task = AppTask::new(py, coro, event_loop, owner)?;
     server.borrow_mut().tasks += 1;
     // The first step runs now; the app may well finish inside it.
     AppTask::first_step(task.bind(py))?;
@@ -134,7 +141,7 @@ pub(super) fn start_request(conn: &Bound<'_, HttpConnection>, head: RequestHead)
 /// request, when the lifespan state is known).
 fn request_scope<'py>(
     conn: &Bound<'py, HttpConnection>,
-    server: &Bound<'py, HttpServer>,
+    server: &Bound<'py, ServerShared>,
     head: &RequestHead,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = conn.py();
@@ -212,21 +219,21 @@ enum Progress {
 
 /// The app's coroutine of exchange `id` finished: turn a missing or broken
 /// response into a 500 or a closed connection, and log app errors.
-pub(super) fn app_finished(
+pub(in crate::asgi) fn app_finished(
     conn: &Bound<'_, HttpConnection>,
     id: u64,
     error: Option<Bound<'_, PyAny>>,
     cancelled: bool,
 ) -> PyResult<()> {
     let py = conn.py();
-    let server = conn.borrow().server.clone_ref(py);
+    let server = conn.borrow().shared.clone_ref(py);
     let server = server.bind(py);
     {
         let mut srv = server.borrow_mut();
         srv.tasks = srv.tasks.saturating_sub(1);
     }
     if let Some(exc) = &error {
-        HttpServer::log_app_exception(server, exc)?;
+        ServerShared::log_app_exception(server, exc)?;
     }
     let progress = {
         let mut me = conn.borrow_mut();
@@ -256,7 +263,10 @@ pub(super) fn app_finished(
         Progress::Complete => Ok(()),
         Progress::NotStarted => {
             if !quiet {
-                HttpServer::log_error(server, "ASGI callable returned without starting response.")?;
+                ServerShared::log_error(
+                    server,
+                    "ASGI callable returned without starting response.",
+                )?;
             }
             if open {
                 HttpConnection::fail(conn, 500)
@@ -266,7 +276,7 @@ pub(super) fn app_finished(
         }
         Progress::Started => {
             if !quiet {
-                HttpServer::log_error(
+                ServerShared::log_error(
                     server,
                     "ASGI callable returned without completing response.",
                 )?;
@@ -277,6 +287,6 @@ pub(super) fn app_finished(
 }
 
 /// The app's task of the current exchange, if it still runs.
-pub(super) fn running_task(conn: &HttpConnection, py: Python<'_>) -> Option<Py<PyAny>> {
+pub(in crate::asgi) fn running_task(conn: &HttpConnection, py: Python<'_>) -> Option<Py<PyAny>> {
     conn.waiters.task.as_ref().map(|t| t.clone_ref(py))
 }

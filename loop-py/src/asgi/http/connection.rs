@@ -16,11 +16,13 @@
 use super::dispatch::Addr;
 use super::dispatch::Waiters;
 use super::exchange;
-use super::server::HttpServer;
-use super::settings::{Settings, WRITE_HIGH, WRITE_LOW};
+use crate::asgi::settings::{Settings, WRITE_HIGH, WRITE_LOW};
+use crate::asgi::shared::ServerShared;
 use crate::event_loop::Loop;
 use loop_core::clock;
-use loop_http::{ConnectionConfig, DrainAction, FailOutcome, ServerConnection, Step, TimerAction};
+use loop_http::{
+    ConnectionConfig, DrainAction, FailOutcome, Phase, ServerConnection, Step, TimerAction,
+};
 use loop_transports::{LayerRead, LayeredStream, Write};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -31,37 +33,37 @@ use std::sync::Arc;
 
 #[pyclass(module = "ferroloop._native")]
 pub struct HttpConnection {
-    pub(super) server: Py<HttpServer>,
-    pub(super) event_loop: Py<Loop>,
-    pub(super) settings: Arc<Settings>,
-    pub(super) fd: RawFd,
-    pub(super) slot: usize,
-    pub(super) client: Py<PyAny>,
-    pub(super) local: Py<PyAny>,
+    pub(in crate::asgi) shared: Py<ServerShared>,
+    pub(in crate::asgi) event_loop: Py<Loop>,
+    pub(in crate::asgi) settings: Arc<Settings>,
+    pub(in crate::asgi) fd: RawFd,
+    pub(in crate::asgi) slot: usize,
+    pub(in crate::asgi) client: Py<PyAny>,
+    pub(in crate::asgi) local: Py<PyAny>,
     /// The template every request's scope is copied from.
-    pub(super) scope_base: Option<Py<pyo3::types::PyDict>>,
-    pub(super) peer_ip: Option<IpAddr>,
-    pub(super) client_text: String,
+    pub(in crate::asgi) scope_base: Option<Py<pyo3::types::PyDict>>,
+    pub(in crate::asgi) peer_ip: Option<IpAddr>,
+    pub(in crate::asgi) client_text: String,
     callbacks: Option<Callbacks>,
     /// The context the connection's loop callbacks run in (the server's,
     /// captured at accept). Without it a reader re-registered inside an
     /// app step would carry that request's context vars into the next.
-    pub(super) base_context: Py<PyAny>,
+    pub(in crate::asgi) base_context: Py<PyAny>,
     reading: bool,
     writing: bool,
     /// Output waits for the server's end-of-tick flush.
-    pub(super) corked: bool,
-    pub(super) http: ServerConnection,
+    pub(in crate::asgi) corked: bool,
+    pub(in crate::asgi) http: ServerConnection,
     /// The socket; `None` once the connection is lost (its fd closed).
     stream: Option<LayeredStream>,
     /// Response bytes not handed to the stream yet (a corked response, a
     /// head waiting for its body).
     out: Vec<u8>,
     /// The current exchange's futures and task.
-    pub(super) waiters: Waiters,
+    pub(in crate::asgi) waiters: Waiters,
     /// A `send()` is decoding its message (which can run Python code, a
     /// body's buffer export): a `send()` from inside it is refused.
-    pub(super) sending: bool,
+    pub(in crate::asgi) sending: bool,
 }
 
 /// Bound methods registered with the loop, made once per connection.
@@ -71,7 +73,7 @@ struct Callbacks {
 }
 
 /// The state machine's settings from the server's.
-pub(super) fn connection_config(settings: &Settings) -> ConnectionConfig {
+pub(in crate::asgi) fn connection_config(settings: &Settings) -> ConnectionConfig {
     ConnectionConfig {
         limits: settings.limits.clone(),
         timeout_request_head: settings.timeout_request_head,
@@ -84,9 +86,9 @@ pub(super) fn connection_config(settings: &Settings) -> ConnectionConfig {
 
 impl HttpConnection {
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
+    pub(in crate::asgi) fn new(
         py: Python<'_>,
-        server: Py<HttpServer>,
+        shared: Py<ServerShared>,
         event_loop: Py<Loop>,
         settings: Arc<Settings>,
         config: Arc<ConnectionConfig>,
@@ -110,7 +112,7 @@ impl HttpConnection {
             client: super::dispatch::addr_tuple(py, &peer, false)?,
             local: super::dispatch::addr_tuple(py, &local, true)?,
             scope_base: None,
-            server,
+            shared,
             event_loop,
             settings,
             fd,
@@ -130,7 +132,7 @@ impl HttpConnection {
     }
 
     /// Register with the loop and start reading.
-    pub(super) fn start(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn start(slf: &Bound<'_, Self>) -> PyResult<()> {
         let callbacks = Callbacks {
             readable: slf.getattr(intern!(slf.py(), "_on_readable"))?.unbind(),
             writable: slf.getattr(intern!(slf.py(), "_on_writable"))?.unbind(),
@@ -144,7 +146,7 @@ impl HttpConnection {
     }
 
     /// Bring the loop's reader/writer registrations in line with the state.
-    pub(super) fn sync_interest(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn sync_interest(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let (fd, want_read, want_write, reading, writing, cbs, event_loop, ctx) = {
             let me = slf.borrow();
@@ -209,7 +211,7 @@ impl HttpConnection {
     }
 
     /// Parse what is pending and act on it, until nothing more can happen.
-    pub(super) fn process(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn process(slf: &Bound<'_, Self>) -> PyResult<()> {
         loop {
             let step = slf.borrow_mut().http.poll();
             match step {
@@ -230,7 +232,7 @@ impl HttpConnection {
     }
 
     /// Append to the output: `f` gets the state machine and the buffer.
-    pub(super) fn with_output<R>(
+    pub(in crate::asgi) fn with_output<R>(
         &mut self,
         f: impl FnOnce(&mut ServerConnection, &mut Vec<u8>) -> R,
     ) -> R {
@@ -239,9 +241,9 @@ impl HttpConnection {
 
     /// Answer `status` (no app involved, or before the response started)
     /// and close.
-    pub(super) fn fail(slf: &Bound<'_, Self>, status: u16) -> PyResult<()> {
+    pub(in crate::asgi) fn fail(slf: &Bound<'_, Self>, status: u16) -> PyResult<()> {
         let py = slf.py();
-        let server = slf.borrow().server.clone_ref(py);
+        let server = slf.borrow().shared.clone_ref(py);
         let outcome = {
             let mut me = slf.borrow_mut();
             let mut srv = server.bind(py).borrow_mut();
@@ -268,7 +270,7 @@ impl HttpConnection {
     }
 
     /// Write what is buffered; half-close when a closing connection drained.
-    pub(super) fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         let lost = slf.borrow_mut().write_out();
         if lost {
             return Self::lose(slf);
@@ -304,7 +306,7 @@ impl HttpConnection {
         lost || stream.take_closed().is_some()
     }
 
-    pub(super) fn close_gracefully(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn close_gracefully(slf: &Bound<'_, Self>) -> PyResult<()> {
         if !slf.borrow_mut().http.close(clock::monotonic()) {
             return Ok(());
         }
@@ -324,15 +326,16 @@ impl HttpConnection {
             if !me.http.is_between_requests() || me.writing || me.buffered_out() == 0 {
                 return false;
             }
-            me.server.clone_ref(slf.py())
+            (me.shared.clone_ref(slf.py()), me.slot)
         };
-        let corked = HttpServer::cork(server.bind(slf.py()), slf);
+        let (server, slot) = server;
+        let corked = ServerShared::cork(server.bind(slf.py()), slot);
         slf.borrow_mut().corked = corked;
         corked
     }
 
     /// Flush if anything is buffered (called when the app waits).
-    pub(super) fn flush_if_buffered(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn flush_if_buffered(slf: &Bound<'_, Self>) -> PyResult<()> {
         let buffered = {
             let me = slf.borrow();
             !me.http.is_closed() && me.buffered_out() > 0 && !me.writing
@@ -343,20 +346,26 @@ impl HttpConnection {
         Ok(())
     }
 
-    pub(super) fn over_high_water(&self) -> bool {
+    pub(in crate::asgi) fn over_high_water(&self) -> bool {
         self.buffered_out() > WRITE_HIGH
     }
 
-    pub(super) fn under_low_water(&self) -> bool {
+    pub(in crate::asgi) fn under_low_water(&self) -> bool {
         self.buffered_out() <= WRITE_LOW
     }
 
     /// The current exchange's response completed: log it, write it (now
     /// or at the end of the tick), and continue with pipelined input.
-    pub(super) fn response_complete(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn response_complete(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        let server = slf.borrow().server.clone_ref(py);
-        HttpServer::log_access(server.bind(py), slf)?;
+        Self::log_access(slf)?;
+        if slf.borrow().http.phase() == Phase::Upgraded {
+            // The app switched protocols, and no protocol takes a stream
+            // over from HTTP yet (WebSocket is next): the 101 goes out and
+            // the connection closes.
+            Self::flush(slf)?;
+            return Self::lose(slf);
+        }
         exchange::end_for_app(slf)?;
         if !Self::cork(slf) {
             Self::flush(slf)?;
@@ -380,31 +389,79 @@ impl HttpConnection {
         Ok(())
     }
 
+    /// uvicorn's access line: `client - "METHOD target HTTP/x" status`.
+    fn log_access(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let (shared, args) = {
+            let me = slf.borrow();
+            let Some(ex) = me.http.exchange().filter(|_| me.settings.access_log) else {
+                return Ok(());
+            };
+            let version = match ex.head().version {
+                loop_http::Version::Http10 => "1.0",
+                loop_http::Version::Http11 => "1.1",
+            };
+            // As uvicorn: the path as the app sees it, root_path included.
+            let mut target = me.settings.root_path.clone();
+            target.push_str(&String::from_utf8_lossy(ex.head().path()));
+            if !ex.head().query().is_empty() {
+                target.push('?');
+                target.push_str(&String::from_utf8_lossy(ex.head().query()));
+            }
+            let args = (
+                "%s - \"%s %s HTTP/%s\" %d",
+                me.client_text.clone(),
+                String::from_utf8_lossy(ex.head().method()).into_owned(),
+                target,
+                version,
+                ex.status(),
+            );
+            (me.shared.clone_ref(slf.py()), args)
+        };
+        ServerShared::log_access(shared.bind(slf.py()), args)
+    }
+
     /// The connection is gone (EOF, reset, timeout, shutdown): close the
     /// socket and tell the app.
-    pub(super) fn lose(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn lose(slf: &Bound<'_, Self>) -> PyResult<()> {
+        if let Some((mut stream, _)) = Self::detach(slf)? {
+            stream.close_fd();
+        }
+        Ok(())
+    }
+
+    /// End HTTP on the connection and take its socket away: deregistered
+    /// from the loop and the server, the app told its exchange is over.
+    /// Returns the stream and, after an upgrade, the bytes received after
+    /// the upgraded request (moved, not copied), for the next protocol;
+    /// `None` when already detached.
+    pub(in crate::asgi) fn detach(
+        slf: &Bound<'_, Self>,
+    ) -> PyResult<Option<(LayeredStream, Vec<u8>)>> {
         let py = slf.py();
-        let (stream, fd, reading, writing, event_loop, server, slot) = {
+        let (stream, rest, fd, reading, writing, event_loop, shared, slot) = {
             let mut me = slf.borrow_mut();
+            let rest = me.http.take_unparsed();
             if !me.http.lose() {
-                return Ok(());
+                return Ok(None);
             }
             me.out = Vec::new();
             let fd = std::mem::replace(&mut me.fd, -1);
             (
                 me.stream.take(),
+                rest,
                 fd,
                 std::mem::take(&mut me.reading),
                 std::mem::take(&mut me.writing),
                 me.event_loop.clone_ref(py),
-                me.server.clone_ref(py),
+                me.shared.clone_ref(py),
                 me.slot,
             )
         };
         if fd >= 0 {
             let fd_obj = PyInt::new(py, fd);
             let lp = event_loop.bind(py);
-            // Deregister before closing: the reactor keys on the fd number.
+            // Deregister before the fd closes or moves on: the reactor keys
+            // on the fd number.
             if reading {
                 let _ = Loop::remove_fd_callback(lp, fd_obj.as_any(), false);
             }
@@ -412,19 +469,16 @@ impl HttpConnection {
                 let _ = Loop::remove_fd_callback(lp, fd_obj.as_any(), true);
             }
         }
-        if let Some(mut stream) = stream {
-            stream.close_fd();
-        }
-        HttpServer::forget(server.bind(py), slot);
+        ServerShared::forget(shared.bind(py), slot);
         exchange::end_for_app(slf)?;
         // The bound methods refer to this object: drop the cycle.
         let callbacks = slf.borrow_mut().callbacks.take();
         drop(callbacks);
-        Ok(())
+        Ok(stream.map(|s| (s, rest)))
     }
 
     /// Close now with an RST (server shutting down past its grace period).
-    pub(super) fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
         if let Some(stream) = slf.borrow_mut().stream.as_mut() {
             stream.reset();
         }
@@ -433,7 +487,7 @@ impl HttpConnection {
 
     /// Server shutdown: idle connections close now, busy ones after their
     /// response.
-    pub(super) fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
+    pub(in crate::asgi) fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
         let action = {
             let mut me = slf.borrow_mut();
             let buffered = me.buffered_out() > 0;
@@ -450,7 +504,7 @@ impl HttpConnection {
     }
 
     /// The periodic check: deadlines and the request-body rate.
-    pub(super) fn check_timers(slf: &Bound<'_, Self>, now: f64) -> PyResult<()> {
+    pub(in crate::asgi) fn check_timers(slf: &Bound<'_, Self>, now: f64) -> PyResult<()> {
         let action = slf.borrow_mut().http.on_timer(now);
         match action {
             TimerAction::Nothing => Ok(()),
@@ -470,7 +524,7 @@ impl HttpConnection {
             let Some(stream) = me.stream.as_mut() else {
                 return Ok(());
             };
-            let server = me.server.clone_ref(py);
+            let server = me.shared.clone_ref(py);
             let mut srv = server.bind(py).borrow_mut();
             match stream.read_into(srv.read_buffer()) {
                 Ok(LayerRead::Data(data)) => {

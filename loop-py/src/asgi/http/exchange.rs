@@ -7,8 +7,8 @@
 //! `http.disconnect` and its `send()` raises instead of touching the new one.
 
 use super::connection::HttpConnection;
-use super::messages::{self, Message};
-use super::{scope, ClientDisconnected};
+use crate::asgi::messages::{self, Message};
+use crate::asgi::{scope, ClientDisconnected};
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_http::{BodyRead, ResponsePart, SendError};
@@ -17,7 +17,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pycell::PyBorrowMutError;
 
-pub(super) fn client_disconnected() -> PyErr {
+pub(in crate::asgi) fn client_disconnected() -> PyErr {
     ClientDisconnected::new_err("the client disconnected")
 }
 
@@ -42,7 +42,7 @@ fn resolve(waiter: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<bool>
 }
 
 /// Hand received body to the waiting `receive()`.
-pub(super) fn deliver(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
+pub(in crate::asgi) fn deliver(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
     let py = conn.py();
     let waiter = conn.borrow_mut().waiters.receive.take();
     let live = match &waiter {
@@ -65,7 +65,7 @@ pub(super) fn deliver(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
 
 /// The exchange is over for the app (response done or connection gone):
 /// wake a waiting `receive()` with `http.disconnect` and a waiting `send()`.
-pub(super) fn end_for_app(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
+pub(in crate::asgi) fn end_for_app(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
     let py = conn.py();
     let (receive, send, disconnected) = {
         let mut me = conn.borrow_mut();
@@ -106,7 +106,7 @@ pub(super) fn end_for_app(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
 }
 
 /// Wake a `send()` waiting for the write buffer to drain.
-pub(super) fn release_writer(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
+pub(in crate::asgi) fn release_writer(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
     let py = conn.py();
     let waiter = {
         let mut me = conn.borrow_mut();
@@ -196,7 +196,7 @@ fn send<'py>(
     // The head waits for the first body message: a whole small response
     // then leaves in one send(2) (one TCP segment, not two).
     let is_start = matches!(message, Message::Start { .. });
-    let server = conn.borrow().server.clone_ref(py);
+    let server = conn.borrow().shared.clone_ref(py);
     let outcome = {
         let mut me = conn.borrow_mut();
         let mut srv = server.bind(py).borrow_mut();
@@ -298,6 +298,9 @@ fn send_error(err: SendError, kind: &str) -> PyErr {
         ),
         SendError::ExpectedTrailers => {
             format!("Expected ASGI message 'http.response.trailers', but got '{kind}'.")
+        }
+        SendError::NoUpgrade => {
+            "Invalid HTTP response: status 101 answers only a request asking for an Upgrade".into()
         }
         SendError::Invalid(e) => format!("Invalid HTTP response: {e}"),
     })

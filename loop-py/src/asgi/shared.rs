@@ -1,0 +1,269 @@
+//! What a server's connections share: the app and its lifespan state, the
+//! settings, the loggers, one read buffer and one `Date` cache, counters,
+//! and the registry of live connections (by [`ConnHandle`], any kind) with
+//! the end-of-tick flush of corked output. Listening and the sweep are
+//! `server`'s; the connections reach this, never the server.
+
+use super::kind::ConnHandle;
+use super::settings::{Settings, READ_CHUNK};
+use crate::event_loop::{Loop, TickEnd};
+use loop_http::{ConnectionConfig, DateCache};
+use pyo3::gc::PyVisit;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3::PyTraverseError;
+use std::sync::Arc;
+
+#[pyclass(module = "ferroloop._native")]
+pub struct ServerShared {
+    pub(super) event_loop: Py<Loop>,
+    pub(super) app: Py<PyAny>,
+    pub(super) state: Option<Py<PyDict>>,
+    pub(super) settings: Arc<Settings>,
+    /// What every HTTP connection's state machine is configured with.
+    pub(super) conn_config: Arc<ConnectionConfig>,
+    error_log: Py<PyAny>,
+    access_log: Py<PyAny>,
+    /// One finished future: what `send()` returns when it need not wait.
+    pub(super) done_future: Py<PyAny>,
+    read_buf: Vec<u8>,
+    date: DateCache,
+    conns: Vec<Option<Box<dyn ConnHandle>>>,
+    free: Vec<usize>,
+    live: usize,
+    /// App tasks running.
+    pub(super) tasks: usize,
+    /// Slots whose held-back output goes out at the end of the tick.
+    corked: Vec<usize>,
+}
+
+/// The end-of-tick flush of a server's corked connections.
+struct FlushCorked(Py<ServerShared>);
+
+impl TickEnd for FlushCorked {
+    fn run(self: Box<Self>, py: Python<'_>) {
+        ServerShared::flush_corked(self.0.bind(py));
+    }
+
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.0)
+    }
+}
+
+impl ServerShared {
+    pub(super) fn new(
+        event_loop: Py<Loop>,
+        app: Py<PyAny>,
+        settings: Settings,
+        conn_config: ConnectionConfig,
+        error_log: Py<PyAny>,
+        access_log: Py<PyAny>,
+        done_future: Py<PyAny>,
+    ) -> Self {
+        ServerShared {
+            event_loop,
+            app,
+            state: None,
+            settings: Arc::new(settings),
+            conn_config: Arc::new(conn_config),
+            error_log,
+            access_log,
+            done_future,
+            read_buf: Vec::new(),
+            date: DateCache::new(),
+            conns: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            tasks: 0,
+            corked: Vec::new(),
+        }
+    }
+
+    pub(super) fn live_connections(&self) -> usize {
+        self.live
+    }
+
+    pub(super) fn read_buffer(&mut self) -> &mut [u8] {
+        if self.read_buf.len() < READ_CHUNK {
+            self.read_buf.resize(READ_CHUNK, 0);
+        }
+        &mut self.read_buf
+    }
+
+    pub(super) fn date(&mut self) -> &[u8] {
+        self.date.get()
+    }
+
+    /// The `Date` value, or `None` when the header is off.
+    pub(super) fn date_value(&mut self) -> Option<&[u8]> {
+        if self.settings.date_header {
+            Some(self.date.get())
+        } else {
+            None
+        }
+    }
+
+    /// A slot for a new connection (its handle follows with `register`).
+    pub(super) fn reserve(&mut self) -> usize {
+        match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        }
+    }
+
+    /// A reserved slot that will not be used after all.
+    pub(super) fn unreserve(&mut self, slot: usize) {
+        self.free.push(slot);
+    }
+
+    pub(super) fn register(&mut self, slot: usize, handle: Box<dyn ConnHandle>) {
+        if let Some(entry) = self.conns.get_mut(slot) {
+            *entry = Some(handle);
+            self.live += 1;
+        }
+    }
+
+    /// The connection in `slot` is gone.
+    pub(super) fn forget(slf: &Bound<'_, Self>, slot: usize) {
+        let removed = {
+            let mut me = slf.borrow_mut();
+            match me.conns.get_mut(slot).and_then(Option::take) {
+                Some(conn) => {
+                    me.free.push(slot);
+                    me.live -= 1;
+                    Some(conn)
+                }
+                None => None,
+            }
+        };
+        // Dropped without the borrow: it may free the connection.
+        drop(removed);
+    }
+
+    /// Run `f` on every live connection (a snapshot: `f` may close them),
+    /// with nothing borrowed.
+    pub(super) fn for_each(
+        slf: &Bound<'_, Self>,
+        mut f: impl FnMut(&dyn ConnHandle) -> PyResult<()>,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let handles: Vec<Box<dyn ConnHandle>> = slf
+            .borrow()
+            .conns
+            .iter()
+            .flatten()
+            .map(|c| c.clone_handle(py))
+            .collect();
+        for handle in &handles {
+            f(handle.as_ref())?;
+        }
+        drop(handles);
+        Ok(())
+    }
+
+    /// Hold the output of the connection in `slot` until the end of the
+    /// tick, when every response finished in the tick is written together:
+    /// the client is woken once for them, not once per response (a wake-up
+    /// costs the sending CPU an inter-processor interrupt). False when the
+    /// loop refused the deferral: the caller writes at once.
+    pub(super) fn cork(slf: &Bound<'_, Self>, slot: usize) -> bool {
+        let first = {
+            let mut me = slf.borrow_mut();
+            me.corked.push(slot);
+            me.corked.len() == 1
+        };
+        if first {
+            let hook = Box::new(FlushCorked(slf.clone().unbind()));
+            let event_loop = slf.borrow().event_loop.clone_ref(slf.py());
+            if event_loop.get().at_tick_end(hook).is_err() {
+                slf.borrow_mut().corked.pop();
+                return false;
+            }
+        }
+        true
+    }
+
+    fn flush_corked(slf: &Bound<'_, Self>) {
+        let py = slf.py();
+        let slots = std::mem::take(&mut slf.borrow_mut().corked);
+        for slot in slots {
+            let handle = slf
+                .borrow()
+                .conns
+                .get(slot)
+                .and_then(Option::as_ref)
+                .map(|c| c.clone_handle(py));
+            // Lost since (a reused slot's connection flushes harmlessly).
+            let Some(handle) = handle else { continue };
+            if let Err(err) = handle.flush_corked(py) {
+                let _ = Self::log_app_error(slf, &err);
+                let _ = handle.abort(py);
+            }
+        }
+    }
+
+    pub(super) fn log_error(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
+        let py = slf.py();
+        let logger = slf.borrow().error_log.clone_ref(py);
+        logger.call_method1(py, intern!(py, "error"), (message,))?;
+        Ok(())
+    }
+
+    pub(super) fn log_warning(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
+        let py = slf.py();
+        let logger = slf.borrow().error_log.clone_ref(py);
+        logger.call_method1(py, intern!(py, "warning"), (message,))?;
+        Ok(())
+    }
+
+    pub(super) fn log_app_exception(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = slf.py();
+        let logger = slf.borrow().error_log.clone_ref(py);
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "exc_info"), exc)?;
+        logger.call_method(
+            py,
+            intern!(py, "error"),
+            ("Exception in ASGI application",),
+            Some(&kwargs),
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn log_app_error(slf: &Bound<'_, Self>, err: &PyErr) -> PyResult<()> {
+        Self::log_app_exception(slf, err.value(slf.py()).as_any())
+    }
+
+    /// An access-log line (uvicorn's format and arguments).
+    pub(super) fn log_access(
+        slf: &Bound<'_, Self>,
+        args: (&str, String, String, String, &str, u16),
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let logger = slf.borrow().access_log.clone_ref(py);
+        logger.call_method1(py, intern!(py, "info"), args)?;
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl ServerShared {
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.event_loop)?;
+        visit.call(&self.app)?;
+        if let Some(state) = &self.state {
+            visit.call(state)?;
+        }
+        visit.call(&self.error_log)?;
+        visit.call(&self.access_log)?;
+        visit.call(&self.done_future)?;
+        for conn in self.conns.iter().flatten() {
+            conn.traverse(&visit)?;
+        }
+        Ok(())
+    }
+}

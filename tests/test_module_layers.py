@@ -1,0 +1,65 @@
+"""The modules of the ASGI server (`loop-py/src/asgi/`) import each other
+without cycles, in the order its module docs list them: each module uses
+only modules listed before it. A source check: no build needed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ASGI = Path(__file__).resolve().parent.parent / "loop-py" / "src" / "asgi"
+
+
+def _documented_order() -> list[str]:
+    text = (ASGI / "mod.rs").read_text()
+    order: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("//! - "):
+            order += re.findall(r"\[`(\w+)`\]", line.split(":")[0])
+    return order
+
+
+def _modules() -> dict[str, list[Path]]:
+    mods: dict[str, list[Path]] = {}
+    for path in ASGI.iterdir():
+        if path.name == "mod.rs":
+            continue
+        if path.is_dir():
+            mods[path.name] = sorted(path.rglob("*.rs"))
+        elif path.suffix == ".rs":
+            mods[path.stem] = [path]
+    return mods
+
+
+def _uses(files: list[Path], inside_dir: bool, names: set[str]) -> set[str]:
+    # `super::x` from a top-level file, `super::super::x` from a directory's
+    # files, and `crate::asgi::x` from anywhere.
+    prefix = r"(?:super::super::|crate::asgi::)" if inside_dir else r"(?:super::|crate::asgi::)"
+    found: set[str] = set()
+    for path in files:
+        code = "\n".join(line.split("//")[0] for line in path.read_text().splitlines())
+        for match in re.finditer(prefix + r"(\w+)", code):
+            if match.group(1) in names:
+                found.add(match.group(1))
+        # `use super::{a, b::c}` groups
+        for group in re.finditer(prefix + r"\{([^}]*)\}", code):
+            for name in re.findall(r"(?:^|,)\s*(\w+)", group.group(1)):
+                if name in names:
+                    found.add(name)
+    return found
+
+
+def test_every_module_is_documented_once():
+    order = _documented_order()
+    assert sorted(order) == sorted(_modules()), (order, sorted(_modules()))
+    assert len(order) == len(set(order))
+
+
+def test_modules_import_only_modules_listed_before_them():
+    order = _documented_order()
+    mods = _modules()
+    names = set(mods)
+    for name, files in mods.items():
+        uses = _uses(files, files[0].parent != ASGI, names) - {name}
+        later = {u for u in uses if order.index(u) > order.index(name)}
+        assert not later, f"asgi::{name} imports {sorted(later)}, listed after it (a cycle or a wrong order)"
