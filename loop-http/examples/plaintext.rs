@@ -16,7 +16,7 @@ use std::net::{TcpListener, TcpStream};
 
 use loop_core::executor::{Async, Handle, Runtime};
 use loop_http::{
-    BodyRead, ConnectionConfig, DateCache, Phase, ResponsePart, ServerConnection, Step,
+    BodyFraming, BodyRead, ConnectionConfig, DateCache, Phase, ResponsePart, ServerConnection, Step,
 };
 use std::sync::Arc;
 
@@ -76,7 +76,7 @@ async fn serve(stream: Async<TcpStream>, config: Arc<ConnectionConfig>) -> io::R
             let idle = matches!(step, Step::Wait);
             match step {
                 Step::Wait => {}
-                Step::Request(head) => active = Some(conn.begin_request(*head)),
+                Step::Request(head) => active = Some(conn.begin_request(head)),
                 // Taken below, with `read_body`, like any other body.
                 Step::Deliver => conn.reader_left(),
                 Step::Fail(status) => {
@@ -89,7 +89,15 @@ async fn serve(stream: Async<TcpStream>, config: Arc<ConnectionConfig>) -> io::R
             // The app: read the whole body (the bytes are not needed), then
             // answer; a pipelined request may follow at once.
             if let Some(id) = active {
-                match read_to_end(&mut conn, id, &mut out) {
+                let bodiless = conn
+                    .current(id)
+                    .is_some_and(|ex| ex.head().body == BodyFraming::Empty);
+                let read = if bodiless {
+                    Some(true)
+                } else {
+                    read_to_end(&mut conn, id, &mut out)
+                };
+                match read {
                     Some(true) => {
                         respond(&mut conn, id, &mut out, date.get())?;
                         active = None;

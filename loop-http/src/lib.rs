@@ -78,8 +78,11 @@
 //! );
 //! ```
 //!
-//! `examples/plaintext.rs` is a complete keep-alive, pipelining server on
-//! ferroloop's executor built from these pieces.
+//! Above the codec, [`ServerConnection`] is the whole server connection as
+//! a sans-IO state machine (pipelining, keep-alive, `100 Continue`, unread
+//! bodies, deadlines, graceful close, the upgrade handoff): ferroloop's ASGI
+//! server is glue around it, and `examples/plaintext.rs`, a complete
+//! server on ferroloop's executor, runs the same one.
 
 mod chunked;
 pub mod connection;

@@ -23,7 +23,7 @@ fn conn_with(config: ConnectionConfig) -> ServerConnection {
 /// Poll until the next request head; panics on anything else.
 fn next_request(c: &mut ServerConnection) -> u64 {
     match c.poll() {
-        Step::Request(head) => c.begin_request(*head),
+        Step::Request(head) => c.begin_request(head),
         other => panic!("expected a request, got {other:?}"),
     }
 }

@@ -176,7 +176,7 @@ fn serve(requests: &[Request], cuts: &[usize], honour_delays: bool) -> (Vec<u8>,
                     assert!(app.is_none(), "a request started while another runs");
                     seen.push(String::from_utf8_lossy(head.path()).into_owned());
                     let plan = &requests[seen.len() - 1];
-                    let id = c.begin_request(*head);
+                    let id = c.begin_request(head);
                     app = Some(Active {
                         id,
                         plan: plan.plan,
@@ -253,7 +253,7 @@ proptest! {
                 let closed_before = c.is_closed();
                 let before = out.len();
                 match c.poll() {
-                    Step::Request(head) => id = Some(c.begin_request(*head)),
+                    Step::Request(head) => id = Some(c.begin_request(head)),
                     Step::Deliver => { c.take_delivery(); }
                     Step::Fail(status) => { c.fail(status, &mut out, None, None, now); }
                     Step::Close => { c.close(now); }

@@ -18,10 +18,18 @@
 //!
 //! So a protocol may call `write`/`close`/`pause_reading` re-entrantly from
 //! inside `data_received` (as asyncio protocols do): the caller is not
-//! holding the core when the protocol runs. `loop-py` wraps the cores as
-//! Python transports that way; the [`Driver`] does the same for Rust
-//! [`StreamProtocol`]s on a loop-core [`Reactor`](loop_core::reactor::Reactor)
-//! and is what the tests use.
+//! holding the core when the protocol runs. The [`Driver`] runs Rust
+//! [`StreamProtocol`]s that way on a loop-core
+//! [`Reactor`](loop_core::reactor::Reactor) and is what the tests use.
+//!
+//! # In ferroloop
+//!
+//! `loop-py`'s HTTP server accepts with a [`ListenerCore`] and runs each
+//! connection on a [`LayeredStream`]: a [`StreamCore`] with the byte-stream
+//! layer seam ([`ByteLayer`], where a TLS session goes) between the socket
+//! and the protocol. The asyncio transports `loop-py` gives Python
+//! protocols are Python objects whose native fast paths make their
+//! syscalls through [`sys`], the one copy of them in the workspace.
 //!
 //! # Who closes an fd
 //!

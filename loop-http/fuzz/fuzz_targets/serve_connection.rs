@@ -117,7 +117,7 @@ fuzz_target!(|data: &[u8]| {
                 Step::Wait => break,
                 Step::Request(head) => {
                     started.push(format!("{head:?}"));
-                    id = Some(c.begin_request(*head));
+                    id = Some(c.begin_request(head));
                 }
                 Step::Deliver => {
                     c.take_delivery();

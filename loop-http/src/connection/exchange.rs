@@ -101,6 +101,7 @@ pub struct Exchange {
 }
 
 impl Exchange {
+    #[inline]
     pub(super) fn new(id: u64, head: RequestHead) -> Self {
         let info = RequestInfo::of(&head);
         let body_done = matches!(head.body, BodyFraming::Empty);
@@ -156,6 +157,7 @@ impl Exchange {
 
     /// Body the parser has and the app may take now without waiting for
     /// the `100 Continue` it has not asked for.
+    #[inline]
     pub(super) fn may_read_body(&self, body_buffer: usize) -> bool {
         !self.body_done
             && self.body.len() < body_buffer
@@ -170,6 +172,7 @@ impl Exchange {
     }
 
     /// Take what body there is for the app.
+    #[inline]
     pub(super) fn take_body(&mut self) -> (Vec<u8>, bool) {
         let more = !self.body_done;
         if !more {
@@ -179,6 +182,7 @@ impl Exchange {
     }
 
     /// Whether a read finds something now.
+    #[inline]
     pub(super) fn has_body_for_app(&self) -> bool {
         !self.body.is_empty() || (self.body_done && !self.final_delivered)
     }
@@ -187,6 +191,7 @@ impl Exchange {
     /// Continue` only to 1.1 clients that asked, only once the app wants
     /// the body, and not once a final response started (the client then
     /// sends the body on its own or not at all). True when it is due now.
+    #[inline]
     pub(super) fn want_body(&mut self) -> bool {
         self.reader_waiting = true;
         if !self.expect_continue || self.body_wanted {
@@ -203,6 +208,7 @@ impl Exchange {
     /// Apply one response message, appending to `out`; `Ok(Some(keep))`
     /// when it completed the response (`keep`: the response allows another
     /// request on the connection).
+    #[inline]
     pub(super) fn send<'h, H>(
         &mut self,
         out: &mut Vec<u8>,
@@ -214,8 +220,9 @@ impl Exchange {
         H: IntoIterator<Item = (&'h [u8], &'h [u8])>,
     {
         let mark = out.len();
-        let state = std::mem::replace(&mut self.response, ResponseState::Done);
-        let (state, result) = match (state, part) {
+        // In place: the common path (start, then one final body) moves no
+        // state around.
+        let result = match (&mut self.response, part) {
             (
                 ResponseState::NotStarted,
                 ResponsePart::Start {
@@ -223,53 +230,59 @@ impl Exchange {
                     headers,
                     trailers,
                 },
-            ) => match ResponseEncoder::start(
-                out, self.info, status, headers, trailers, date, server,
-            ) {
-                Ok(enc) => {
+            ) => ResponseEncoder::start(out, self.info, status, headers, trailers, date, server)
+                .map(|enc| {
                     self.status = status;
                     self.trailers_declared = trailers;
-                    (ResponseState::Started(enc), Ok(None))
-                }
-                Err(e) => (ResponseState::NotStarted, Err(e.into())),
-            },
-            (ResponseState::Started(mut enc), ResponsePart::Body { data, more }) => {
+                    self.response = ResponseState::Started(enc);
+                    None
+                })
+                .map_err(SendError::from),
+            (ResponseState::Started(enc), ResponsePart::Body { data, more }) => {
                 match enc.body(out, data) {
-                    Err(e) => (ResponseState::Started(enc), Err(e.into())),
-                    Ok(()) if more => (ResponseState::Started(enc), Ok(None)),
+                    Err(e) => Err(e.into()),
+                    Ok(()) if more => Ok(None),
                     Ok(()) if self.trailers_declared => {
-                        (ResponseState::Trailers(enc, Vec::new()), Ok(None))
+                        let state = std::mem::replace(&mut self.response, ResponseState::Done);
+                        if let ResponseState::Started(enc) = state {
+                            self.response = ResponseState::Trailers(enc, Vec::new());
+                        }
+                        Ok(None)
                     }
                     Ok(()) => match enc.finish(out, std::iter::empty()) {
-                        Ok(()) => (ResponseState::Done, Ok(Some(enc.keep_alive()))),
-                        Err(e) => (ResponseState::Started(enc), Err(e.into())),
+                        Ok(()) => {
+                            let keep = enc.keep_alive();
+                            self.response = ResponseState::Done;
+                            Ok(Some(keep))
+                        }
+                        Err(e) => Err(e.into()),
                     },
                 }
             }
-            (
-                ResponseState::Trailers(mut enc, mut held),
-                ResponsePart::Trailers { headers, more },
-            ) => {
+            (ResponseState::Trailers(enc, held), ResponsePart::Trailers { headers, more }) => {
                 held.extend(headers.into_iter().map(|(n, v)| (n.to_vec(), v.to_vec())));
                 if more {
-                    (ResponseState::Trailers(enc, held), Ok(None))
+                    Ok(None)
                 } else {
                     let pairs = held.iter().map(|(n, v)| (n.as_slice(), v.as_slice()));
                     match enc.finish(out, pairs) {
-                        Ok(()) => (ResponseState::Done, Ok(Some(enc.keep_alive()))),
-                        Err(e) => (ResponseState::Trailers(enc, held), Err(e.into())),
+                        Ok(()) => {
+                            let keep = enc.keep_alive();
+                            self.response = ResponseState::Done;
+                            Ok(Some(keep))
+                        }
+                        Err(e) => Err(e.into()),
                     }
                 }
             }
-            (state @ ResponseState::NotStarted, _) => (state, Err(SendError::NotStarted)),
-            (state @ ResponseState::Started(_), ResponsePart::Start { .. }) => {
-                (state, Err(SendError::AlreadyStarted))
+            (ResponseState::NotStarted, _) => Err(SendError::NotStarted),
+            (ResponseState::Started(_), ResponsePart::Start { .. }) => {
+                Err(SendError::AlreadyStarted)
             }
-            (state @ ResponseState::Started(_), _) => (state, Err(SendError::TrailersNotDeclared)),
-            (state @ ResponseState::Trailers(..), _) => (state, Err(SendError::ExpectedTrailers)),
-            (ResponseState::Done, _) => (ResponseState::Done, Err(SendError::Completed)),
+            (ResponseState::Started(_), _) => Err(SendError::TrailersNotDeclared),
+            (ResponseState::Trailers(..), _) => Err(SendError::ExpectedTrailers),
+            (ResponseState::Done, _) => Err(SendError::Completed),
         };
-        self.response = state;
         if result.is_err() {
             out.truncate(mark);
         }

@@ -77,12 +77,14 @@ enum Deadline {
 
 /// What [`ServerConnection::poll`] found to do.
 #[derive(Debug)]
+// The head by value: boxing it would cost an allocation per request.
+#[allow(clippy::large_enum_variant)]
 pub enum Step {
     /// Nothing until more input (or the app) arrives.
     Wait,
     /// A complete request head: start the app with
     /// [`ServerConnection::begin_request`], or [`ServerConnection::fail`].
-    Request(Box<RequestHead>),
+    Request(RequestHead),
     /// Body for the waiting reader: [`ServerConnection::take_delivery`].
     Deliver,
     /// Invalid input: answer this status with [`ServerConnection::fail`].
@@ -190,6 +192,7 @@ impl ServerConnection {
     }
 
     /// Bytes received from the peer. A closing connection drops them.
+    #[inline]
     pub fn receive(&mut self, data: &[u8]) {
         if !matches!(self.phase, Phase::Closing | Phase::Closed) {
             self.pending.extend_from_slice(data);
@@ -208,6 +211,7 @@ impl ServerConnection {
     }
 
     /// Whether the caller should read from the socket now.
+    #[inline]
     pub fn wants_read(&self) -> bool {
         if self.peer_eof {
             return false;
@@ -226,6 +230,11 @@ impl ServerConnection {
 
     /// Parse what is pending as far as the state allows.
     pub fn poll(&mut self) -> Step {
+        // Nothing to parse (outside a body, whose end the parser reports
+        // one call after its last byte): the common case after a response.
+        if self.pending.is_empty() && !self.parser.in_body() {
+            return Step::Wait;
+        }
         let mut pos = 0;
         let mut progressed = false;
         let step = loop {
@@ -243,8 +252,10 @@ impl ServerConnection {
                     }
                     match self.parser.parse(input) {
                         Ok((n, Some(Event::Head(head)))) => {
-                            pos += n;
-                            break Step::Request(Box::new(head));
+                            // Returned from here: the head is not moved
+                            // through the loop's result.
+                            self.consume(pos + n);
+                            return Step::Request(head);
                         }
                         Ok((n, None)) if n > 0 => pos += n,
                         Ok((_, None)) => break Step::Wait,
@@ -321,17 +332,27 @@ impl ServerConnection {
                 Phase::Upgraded | Phase::Closed => break Step::Wait,
             }
         };
-        if pos > 0 {
-            self.pending.drain(..pos);
-        }
-        if self.pending.is_empty() && self.pending.capacity() > 16 * 1024 {
-            self.pending = Vec::new();
-        }
+        self.consume(pos);
         step
+    }
+
+    /// Drop `n` parsed bytes from the front of the pending input.
+    #[inline]
+    fn consume(&mut self, n: usize) {
+        if n == self.pending.len() {
+            if self.pending.capacity() > 16 * 1024 {
+                self.pending = Vec::new();
+            } else {
+                self.pending.clear();
+            }
+        } else if n > 0 {
+            self.pending.drain(..n);
+        }
     }
 
     /// Start serving the request [`Step::Request`] returned; its id names
     /// the exchange in the app's later calls.
+    #[inline]
     pub fn begin_request(&mut self, head: RequestHead) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
@@ -354,6 +375,7 @@ impl ServerConnection {
 
     /// The app of exchange `id` asks for body. A `100 Continue` it makes
     /// due is appended to `out`.
+    #[inline]
     pub fn read_body(&mut self, id: u64, out: &mut Vec<u8>) -> BodyRead {
         let closed = self.phase == Phase::Closed;
         match self.exchange.as_mut().filter(|ex| ex.id() == id) {
@@ -393,6 +415,7 @@ impl ServerConnection {
     /// The app of exchange `id` sends a response message; bytes go to
     /// `out`. `Ok(Some(kept))` when it completed the response: the
     /// connection then waits for the next request (`kept`) or is closing.
+    #[inline]
     pub fn send<'h, H>(
         &mut self,
         id: u64,
@@ -432,6 +455,7 @@ impl ServerConnection {
 
     /// After a complete response: keep the connection for the next request
     /// (skipping what body the app left, up to `discard_limit`) or close.
+    #[inline]
     fn response_complete(&mut self, keep_alive: bool, now: f64) -> bool {
         if self.phase != Phase::Active {
             return false;
@@ -471,6 +495,11 @@ impl ServerConnection {
                 self.discard_left = self.config.discard_limit;
             } else {
                 self.phase = Phase::Idle;
+                if self.parser.in_body() {
+                    // A bodiless request's `End` (no input needed): the
+                    // parser is between requests again.
+                    let _ = self.parser.parse(&[]);
+                }
             }
             self.deadline_kind = Deadline::KeepAlive;
             self.deadline = now + self.config.timeout_keep_alive;

@@ -45,7 +45,7 @@ pub(super) enum Message<'py> {
 
 /// A decoded message and its `type`, for error messages.
 pub(super) struct Decoded<'py> {
-    pub kind: String,
+    pub kind: Bound<'py, PyString>,
     pub message: Message<'py>,
 }
 
@@ -56,8 +56,7 @@ pub(super) fn decode<'py>(message: &Bound<'py, PyAny>) -> PyResult<Decoded<'py>>
     let kind = kind
         .cast_into::<PyString>()
         .map_err(|_| PyTypeError::new_err("ASGI message 'type' must be a str"))?;
-    let kind = kind.to_str()?.to_owned();
-    let message = match kind.as_str() {
+    let message = match kind.to_str()? {
         "http.response.start" => {
             let status = field(message, intern!(py, "status"))?
                 .ok_or_else(|| PyTypeError::new_err("'http.response.start' needs a 'status'"))?;

@@ -216,7 +216,7 @@ impl HttpConnection {
             let step = slf.borrow_mut().http.poll();
             match step {
                 Step::Wait => break,
-                Step::Request(head) => super::dispatch::start_request(slf, *head)?,
+                Step::Request(head) => super::dispatch::start_request(slf, head)?,
                 Step::Deliver => exchange::deliver(slf)?,
                 Step::Fail(status) => {
                     Self::fail(slf, status)?;

@@ -105,11 +105,13 @@ pub(in crate::asgi) fn start_request(
             return HttpConnection::fail(conn, 500);
         }
     };
-    let id = {
+    let (id, previous) = {
         let mut me = conn.borrow_mut();
-        me.waiters = Waiters::default();
-        me.http.begin_request(head)
+        let previous = std::mem::take(&mut me.waiters);
+        (me.http.begin_request(head), previous)
     };
+    // Dropped unborrowed: a last reference's `__del__` is Python code.
+    drop(previous);
     let app = server.borrow().app.clone_ref(py);
     let receive = Bound::new(py, Receive::new(conn.clone().unbind(), id))?;
     let send = Bound::new(py, Send::new(conn.clone().unbind(), id))?;
@@ -132,6 +134,7 @@ pub(in crate::asgi) fn start_request(
     let running = !task.borrow(py).is_done();
     let mut me = conn.borrow_mut();
     if running && me.http.current(id).is_some() {
+        // Replaces nothing: `waiters` was emptied for this request.
         me.waiters.task = Some(task.into_any());
     }
     Ok(())
@@ -235,7 +238,7 @@ pub(in crate::asgi) fn app_finished(
     if let Some(exc) = &error {
         ServerShared::log_app_exception(server, exc)?;
     }
-    let progress = {
+    let (progress, task) = {
         let mut me = conn.borrow_mut();
         let open = !me.http.is_closed();
         let found = me.http.current(id).map(|ex| {
@@ -248,11 +251,15 @@ pub(in crate::asgi) fn app_finished(
             };
             (open && !ex.is_abandoned(), progress)
         });
-        if found.is_some() {
-            me.waiters.task = None;
-        }
-        found
+        let task = if found.is_some() {
+            me.waiters.task.take()
+        } else {
+            None
+        };
+        (found, task)
     };
+    // Dropped unborrowed (it may be the last reference to the task).
+    drop(task);
     let Some((open, progress)) = progress else {
         return Ok(());
     };

@@ -164,7 +164,13 @@ fn receive<'py>(conn: &Bound<'py, HttpConnection>, id: u64) -> PyResult<Bound<'p
             ));
         }
         BodyRead::Wait { continue_written } => {
-            conn.borrow_mut().waiters.receive = Some(future.clone().unbind());
+            let old = conn
+                .borrow_mut()
+                .waiters
+                .receive
+                .replace(future.clone().unbind());
+            // A cancelled earlier wait, dropped unborrowed.
+            drop(old);
             if continue_written {
                 HttpConnection::flush(conn)?;
             }
@@ -248,7 +254,7 @@ fn send<'py>(
     };
     let completed = match outcome {
         Ok(completed) => completed.is_some(),
-        Err(err) => return Err(send_error(err, &kind)),
+        Err(err) => return Err(send_error(err, kind.to_str()?)),
     };
     // A completed response is flushed by `response_complete`, after it
     // decided whether the connection stays open.
@@ -266,7 +272,12 @@ fn send<'py>(
     if must_wait {
         let event_loop = conn.borrow().event_loop.clone_ref(py);
         let future = Loop::create_future(event_loop.bind(py))?;
-        conn.borrow_mut().waiters.send = Some(future.clone().unbind());
+        let old = conn
+            .borrow_mut()
+            .waiters
+            .send
+            .replace(future.clone().unbind());
+        drop(old);
         return Ok(future);
     }
     Ok(server.bind(py).borrow().done_future.bind(py).clone())
