@@ -12,6 +12,21 @@ use support::parse_response;
 
 const NO_HEADERS: [(&[u8], &[u8]); 0] = [];
 
+type NoHeaders = [(&'static [u8], &'static [u8]); 0];
+
+/// A response head without headers.
+fn head_part(status: u16, trailers: bool) -> ResponsePart<'static, NoHeaders> {
+    ResponsePart::Start {
+        status,
+        headers: NO_HEADERS,
+        trailers,
+    }
+}
+
+fn body_part(data: &[u8], more: bool) -> ResponsePart<'_, NoHeaders> {
+    ResponsePart::Body { data, more }
+}
+
 fn conn() -> ServerConnection {
     conn_with(ConnectionConfig::default())
 }
@@ -39,10 +54,7 @@ fn respond(c: &mut ServerConnection, id: u64, out: &mut Vec<u8>, body: &[u8], no
         trailers: false,
     };
     assert_eq!(c.send(id, out, start, None, None, now), Ok(None));
-    let part = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: body,
-        more: false,
-    };
+    let part = body_part(body, false);
     match c.send(id, out, part, None, None, now) {
         Ok(Some(kept)) => kept,
         other => panic!("response did not complete: {other:?}"),
@@ -122,10 +134,7 @@ fn the_app_closing_the_connection_is_honoured() {
         trailers: false,
     };
     assert_eq!(c.send(id, &mut out, start, None, None, 0.0), Ok(None));
-    let end = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"",
-        more: false,
-    };
+    let end = body_part(b"", false);
     assert_eq!(c.send(id, &mut out, end, None, None, 0.0), Ok(Some(false)));
     assert_eq!(c.phase(), Phase::Closing);
 }
@@ -150,10 +159,7 @@ fn pipelined_requests_are_served_one_at_a_time_in_order() {
     assert!(respond(&mut c, second, &mut out, b"two", 0.0));
     assert_eq!(statuses(&out), [200, 200]);
     // An old exchange cannot touch the new one.
-    let late = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"x",
-        more: false,
-    };
+    let late = body_part(b"x", false);
     assert_eq!(
         c.send(first, &mut out, late, None, None, 0.0),
         Err(SendError::Completed)
@@ -207,11 +213,7 @@ fn no_continue_once_the_response_started_or_for_10() {
     let mut out = Vec::new();
     c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n");
     let id = next_request(&mut c);
-    let start = ResponsePart::Start {
-        status: 200,
-        headers: NO_HEADERS,
-        trailers: false,
-    };
+    let start = head_part(200, false);
     c.send(id, &mut out, start, None, None, 0.0).expect("start");
     assert_eq!(
         c.read_body(id, &mut out),
@@ -222,10 +224,7 @@ fn no_continue_once_the_response_started_or_for_10() {
     assert!(!out.starts_with(b"HTTP/1.1 100"));
     // The response ends without the body: the client's framing is
     // unknown, so the connection closes.
-    let end = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"",
-        more: false,
-    };
+    let end = body_part(b"", false);
     assert_eq!(c.send(id, &mut out, end, None, None, 0.0), Ok(Some(false)));
 
     let mut c = conn();
@@ -321,19 +320,12 @@ fn failing_after_the_response_started_loses_the_connection() {
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    let start = ResponsePart::Start {
-        status: 200,
-        headers: NO_HEADERS,
-        trailers: false,
-    };
+    let start = head_part(200, false);
     c.send(id, &mut out, start, None, None, 0.0).expect("start");
     assert_eq!(c.fail(500, &mut out, None, None, 0.0), FailOutcome::Lose);
     assert!(c.lose());
     assert!(!c.lose(), "losing twice is a no-op");
-    let part = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"",
-        more: false,
-    };
+    let part = body_part(b"", false);
     assert_eq!(
         c.send(id, &mut out, part, None, None, 0.0),
         Err(SendError::Disconnected)
@@ -354,11 +346,7 @@ fn a_server_error_response_ends_the_exchange_for_the_app() {
     let ex = c.current(id).expect("still the current exchange");
     assert!(ex.is_over() && ex.is_abandoned());
     assert_eq!(ex.status(), 500);
-    let start = ResponsePart::Start {
-        status: 200,
-        headers: NO_HEADERS,
-        trailers: false,
-    };
+    let start = head_part(200, false);
     assert_eq!(
         c.send(id, &mut out, start, None, None, 0.0),
         Err(SendError::Completed)
@@ -371,10 +359,7 @@ fn response_order_errors_write_nothing() {
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    let body = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"x",
-        more: false,
-    };
+    let body = body_part(b"x", false);
     assert_eq!(
         c.send(id, &mut out, body, None, None, 0.0),
         Err(SendError::NotStarted)
@@ -389,17 +374,9 @@ fn response_order_errors_write_nothing() {
         Err(SendError::Invalid(_))
     ));
     assert!(out.is_empty());
-    let start = ResponsePart::Start {
-        status: 200,
-        headers: NO_HEADERS,
-        trailers: false,
-    };
+    let start = head_part(200, false);
     c.send(id, &mut out, start, None, None, 0.0).expect("start");
-    let again = ResponsePart::Start {
-        status: 200,
-        headers: NO_HEADERS,
-        trailers: false,
-    };
+    let again = head_part(200, false);
     assert_eq!(
         c.send(id, &mut out, again, None, None, 0.0),
         Err(SendError::AlreadyStarted)
@@ -420,21 +397,11 @@ fn declared_trailers_end_the_response() {
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    let start = ResponsePart::Start {
-        status: 200,
-        headers: NO_HEADERS,
-        trailers: true,
-    };
+    let start = head_part(200, true);
     c.send(id, &mut out, start, None, None, 0.0).expect("start");
-    let body = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"hi",
-        more: false,
-    };
+    let body = body_part(b"hi", false);
     assert_eq!(c.send(id, &mut out, body, None, None, 0.0), Ok(None));
-    let more = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"",
-        more: false,
-    };
+    let more = body_part(b"", false);
     assert_eq!(
         c.send(id, &mut out, more, None, None, 0.0),
         Err(SendError::ExpectedTrailers)
@@ -595,10 +562,7 @@ fn a_101_hands_the_connection_over_with_the_bytes_after_the_request() {
         trailers: false,
     };
     assert_eq!(c.send(id, &mut out, start, None, None, 0.0), Ok(None));
-    let end = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: b"",
-        more: false,
-    };
+    let end = body_part(b"", false);
     assert_eq!(c.send(id, &mut out, end, None, None, 0.0), Ok(Some(false)));
     assert_eq!(c.phase(), Phase::Upgraded);
     assert!(out.starts_with(b"HTTP/1.1 101 Switching Protocols\r\n"));
@@ -618,11 +582,7 @@ fn a_101_without_an_upgrade_request_is_refused() {
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    let start = ResponsePart::Start {
-        status: 101,
-        headers: NO_HEADERS,
-        trailers: false,
-    };
+    let start = head_part(101, false);
     assert_eq!(
         c.send(id, &mut out, start, None, None, 0.0),
         Err(SendError::NoUpgrade)

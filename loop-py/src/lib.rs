@@ -32,6 +32,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
+    // Errnos after which accepting pauses (the Python accept path).
+    m.add(
+        "RESOURCE_LIMIT_ERRNOS",
+        loop_transports::RESOURCE_LIMIT_ERRNOS.to_vec(),
+    )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     #[cfg(feature = "test-hooks")]
     testing::register(m)?;

@@ -49,6 +49,12 @@ impl fmt::Display for Op {
     }
 }
 
+/// The errnos after which accepting must pause and retry later: the
+/// process or the system ran out of fds or memory. The one list of them
+/// (the Python accept path reads it as `_native.RESOURCE_LIMIT_ERRNOS`).
+pub const RESOURCE_LIMIT_ERRNOS: [i32; 4] =
+    [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM];
+
 /// What can go wrong in `loop-transports`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -138,10 +144,8 @@ impl Error {
     /// A per-process or system resource ran out (`EMFILE`, `ENFILE`,
     /// `ENOBUFS`, `ENOMEM`): back off and retry later.
     pub fn is_resource_limit(&self) -> bool {
-        matches!(
-            self.raw_os_error(),
-            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-        )
+        self.raw_os_error()
+            .is_some_and(|errno| RESOURCE_LIMIT_ERRNOS.contains(&errno))
     }
 }
 

@@ -63,7 +63,7 @@ pub mod write_buf;
 pub use connection::Transport;
 pub use datagram::{DatagramConfig, DatagramCore, DatagramEvent, Recv, Send};
 pub use driver::{Driver, ListenerId};
-pub use error::{Error, Op};
+pub use error::{Error, Op, RESOURCE_LIMIT_ERRNOS};
 pub use fd::IoFd;
 pub use flow::WaterMarks;
 pub use layer::{ByteLayer, Eof, LayerError, LayerRead, LayeredStream};

@@ -7,6 +7,7 @@ _T = TypeVar("_T")
 
 __version__: str
 POLLER_BACKEND: str
+RESOURCE_LIMIT_ERRNOS: list[int]
 
 class Handle:
     def cancel(self) -> None: ...

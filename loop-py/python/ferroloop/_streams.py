@@ -23,6 +23,7 @@ import stat
 from asyncio import base_events, constants, exceptions, protocols, sslproto, staggered, trsock
 from typing import Any, Callable, Iterable
 
+from . import _native
 from ._transport import SocketTransport
 
 try:
@@ -565,7 +566,7 @@ class StreamOps:
             except (BlockingIOError, InterruptedError, ConnectionAbortedError):
                 return
             except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                if exc.errno in _native.RESOURCE_LIMIT_ERRNOS:
                     # Out of fds: stop accepting for a while instead of
                     # spinning on a readable listener, then try again.
                     loop.call_exception_handler({
