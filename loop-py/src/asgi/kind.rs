@@ -11,8 +11,6 @@ use pyo3::PyTraverseError;
 
 /// A live connection, as the server's registry holds it.
 pub(super) trait ConnHandle: Send + Sync {
-    /// Another reference to the same connection.
-    fn clone_handle(&self, py: Python<'_>) -> Box<dyn ConnHandle>;
     /// Server shutdown: idle connections close now, busy ones when done.
     fn drain(&self, py: Python<'_>) -> PyResult<()>;
     /// The grace period is over: close now with an RST.

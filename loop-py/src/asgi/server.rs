@@ -17,6 +17,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple};
 use std::os::fd::RawFd;
+use std::sync::Arc;
 
 /// Connections accepted per readiness event before the loop moves on.
 const ACCEPT_BATCH: usize = 64;
@@ -40,7 +41,6 @@ struct Listener {
 
 impl HttpServer {
     fn accept_from(slf: &Bound<'_, Self>, fd: RawFd) -> PyResult<()> {
-        let py = slf.py();
         let mut accepted = Vec::new();
         let (tcp, stop) = {
             let mut me = slf.borrow_mut();
@@ -67,10 +67,7 @@ impl HttpServer {
             // or a listener error asyncio would log and go on from: the
             // peer gave up before we accepted (ECONNABORTED, …) is
             // skipped inside the batch already.
-            AcceptStop::Drained | AcceptStop::BatchFull | AcceptStop::Failed(_) => {
-                let _ = py;
-                Ok(())
-            }
+            AcceptStop::Drained | AcceptStop::BatchFull | AcceptStop::Failed(_) => Ok(()),
         }
     }
 
@@ -102,7 +99,7 @@ impl HttpServer {
         };
         shared
             .borrow_mut(py)
-            .register(slot, Box::new(HttpHandle(conn.clone().unbind())));
+            .register(slot, Arc::new(HttpHandle(conn.clone().unbind())));
         if let Err(err) = HttpConnection::start(&conn) {
             HttpConnection::lose(&conn)?;
             return Err(err);

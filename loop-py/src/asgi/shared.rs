@@ -29,7 +29,9 @@ pub struct ServerShared {
     pub(super) done_future: Py<PyAny>,
     read_buf: Vec<u8>,
     date: DateCache,
-    conns: Vec<Option<Box<dyn ConnHandle>>>,
+    /// Shared handles: the sweep and the end-of-tick flush take a cheap
+    /// clone (no allocation) to call a connection with nothing borrowed.
+    conns: Vec<Option<Arc<dyn ConnHandle>>>,
     free: Vec<usize>,
     live: usize,
     /// App tasks running.
@@ -120,7 +122,7 @@ impl ServerShared {
         self.free.push(slot);
     }
 
-    pub(super) fn register(&mut self, slot: usize, handle: Box<dyn ConnHandle>) {
+    pub(super) fn register(&mut self, slot: usize, handle: Arc<dyn ConnHandle>) {
         if let Some(entry) = self.conns.get_mut(slot) {
             *entry = Some(handle);
             self.live += 1;
@@ -150,14 +152,8 @@ impl ServerShared {
         slf: &Bound<'_, Self>,
         mut f: impl FnMut(&dyn ConnHandle) -> PyResult<()>,
     ) -> PyResult<()> {
-        let py = slf.py();
-        let handles: Vec<Box<dyn ConnHandle>> = slf
-            .borrow()
-            .conns
-            .iter()
-            .flatten()
-            .map(|c| c.clone_handle(py))
-            .collect();
+        let handles: Vec<Arc<dyn ConnHandle>> =
+            slf.borrow().conns.iter().flatten().cloned().collect();
         for handle in &handles {
             f(handle.as_ref())?;
         }
@@ -191,12 +187,7 @@ impl ServerShared {
         let py = slf.py();
         let slots = std::mem::take(&mut slf.borrow_mut().corked);
         for slot in slots {
-            let handle = slf
-                .borrow()
-                .conns
-                .get(slot)
-                .and_then(Option::as_ref)
-                .map(|c| c.clone_handle(py));
+            let handle = slf.borrow().conns.get(slot).and_then(Option::clone);
             // Lost since (a reused slot's connection flushes harmlessly).
             let Some(handle) = handle else { continue };
             if let Err(err) = handle.flush_corked(py) {

@@ -317,7 +317,7 @@ impl HttpConnection {
     /// Leave a finished response on a kept connection to the server's
     /// end-of-tick flush; false when it must be written now.
     fn cork(slf: &Bound<'_, Self>) -> bool {
-        let server = {
+        let (shared, slot) = {
             let me = slf.borrow();
             if me.corked {
                 return true;
@@ -328,8 +328,7 @@ impl HttpConnection {
             }
             (me.shared.clone_ref(slf.py()), me.slot)
         };
-        let (server, slot) = server;
-        let corked = ServerShared::cork(server.bind(slf.py()), slot);
+        let corked = ServerShared::cork(shared.bind(slf.py()), slot);
         slf.borrow_mut().corked = corked;
         corked
     }

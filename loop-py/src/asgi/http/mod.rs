@@ -26,10 +26,6 @@ use pyo3::PyTraverseError;
 pub(super) struct HttpHandle(pub Py<HttpConnection>);
 
 impl ConnHandle for HttpHandle {
-    fn clone_handle(&self, py: Python<'_>) -> Box<dyn ConnHandle> {
-        Box::new(HttpHandle(self.0.clone_ref(py)))
-    }
-
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
         HttpConnection::drain(self.0.bind(py))
     }
