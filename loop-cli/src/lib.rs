@@ -52,6 +52,7 @@
 //! [`Settings`] is the typed view of the options that existed when it was
 //! written (new options need not add a field to it).
 
+pub mod access_format;
 mod error;
 mod help;
 mod options;

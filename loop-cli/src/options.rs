@@ -244,6 +244,9 @@ mod tests {
                 "--root-path",
                 "--lifespan",
                 "--access-log",
+                "--access-log-format",
+                "--log-config",
+                "--use-colors",
                 "--log-level",
                 "--version",
                 "--help"

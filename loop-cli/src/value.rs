@@ -150,6 +150,7 @@ fn check_text(rule: Text, v: &str) -> bool {
         Text::Any => true,
         Text::Host => !v.is_empty() && !v.chars().any(|c| c.is_whitespace() || c.is_control()),
         Text::RootPath => v.is_empty() || (v.starts_with('/') && !v.ends_with('/')),
+        Text::AccessLogFormat => crate::access_format::AccessFormat::parse(v).is_ok(),
     }
 }
 

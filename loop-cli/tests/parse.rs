@@ -40,7 +40,7 @@ fn defaults() {
             fd: None,
             root_path: String::new(),
             lifespan: Lifespan::Auto,
-            access_log: false,
+            access_log: true,
             log_level: LogLevel::Info,
         }
     );
@@ -100,6 +100,17 @@ fn access_log() {
     assert!(!run(&["a:b", "--no-access-log"]).access_log);
     assert!(!run(&["a:b", "--access-log", "--no-access-log"]).access_log);
     assert!(run(&["a:b", "--no-access-log", "--access-log"]).access_log);
+}
+
+#[test]
+fn access_log_format_is_checked() {
+    let text = msg(&["a:b", "--access-log-format", "%(nope)s"]);
+    assert!(
+        text.contains("'--access-log-format'") && text.contains("client_addr"),
+        "{text}"
+    );
+    run(&["a:b", "--access-log-format", "%(status_code)s %%"]);
+    assert_eq!(err(&["a:b", "--access-log-format", "%d"]).exit_code(), 2);
 }
 
 #[test]
@@ -742,7 +753,7 @@ fn help_lists_every_option_with_its_default() {
         "--lifespan [auto|on|off]",
         "[default: auto]",
         "--access-log / --no-access-log",
-        "[default: no-access-log]",
+        "[default: access-log]",
         "--log-level [critical|error|warning|info|debug|trace]",
         "[default: info]",
         "--version",

@@ -100,8 +100,8 @@ mod status;
 mod syntax;
 
 pub use connection::{
-    BodyRead, ConnectionConfig, DrainAction, Exchange, FailOutcome, Phase, ResponsePart, SendError,
-    ServerConnection, Step, TimerAction,
+    BodyRead, ConnectionConfig, DrainAction, Exchange, Expired, FailOutcome, Phase, ResponsePart,
+    SendError, ServerConnection, Step, TimerAction,
 };
 pub use date::DateCache;
 pub use error::{ParseError, ResponseError};

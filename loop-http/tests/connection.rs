@@ -4,7 +4,7 @@
 mod support;
 
 use loop_http::{
-    BodyRead, ConnectionConfig, DrainAction, FailOutcome, Phase, ResponsePart, SendError,
+    BodyRead, ConnectionConfig, DrainAction, Expired, FailOutcome, Phase, ResponsePart, SendError,
     ServerConnection, Step, TimerAction,
 };
 use std::sync::Arc;
@@ -302,6 +302,7 @@ fn invalid_input_fails_with_its_status() {
         panic!("expected a failure")
     };
     assert_eq!(status, 400);
+    assert!(c.parse_error().is_some(), "the rule is kept for the log");
     assert_eq!(
         c.fail(status, &mut out, None, None, 0.0),
         FailOutcome::Answered
@@ -346,10 +347,11 @@ fn a_server_error_response_ends_the_exchange_for_the_app() {
     let ex = c.current(id).expect("still the current exchange");
     assert!(ex.is_over() && ex.is_abandoned());
     assert_eq!(ex.status(), 500);
+    // To the app the client is gone: its exchange was answered for it.
     let start = head_part(200, false);
     assert_eq!(
         c.send(id, &mut out, start, None, None, 0.0),
-        Err(SendError::Completed)
+        Err(SendError::Disconnected)
     );
 }
 
@@ -429,7 +431,11 @@ fn a_late_partial_head_gets_408_and_a_silent_one_is_dropped() {
 
     let mut c = conn_with(config);
     assert_eq!(c.deadline(), Some(10.0));
-    assert_eq!(c.on_timer(10.0), TimerAction::Lose, "nothing was sent");
+    assert_eq!(
+        c.on_timer(10.0),
+        TimerAction::Lose(Expired::Head),
+        "nothing was sent"
+    );
 }
 
 #[test]
@@ -458,7 +464,7 @@ fn keep_alive_idle_then_head_timeout_from_the_previous_response() {
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
     respond(&mut c, id, &mut out, b"", 0.0);
-    assert_eq!(c.on_timer(5.0), TimerAction::Lose);
+    assert_eq!(c.on_timer(5.0), TimerAction::Lose(Expired::KeepAlive));
 }
 
 #[test]
@@ -481,7 +487,7 @@ fn a_slow_body_is_dropped_after_its_grace_period() {
     c.take_delivery();
     assert_eq!(
         c.on_timer(2.5),
-        TimerAction::Lose,
+        TimerAction::Lose(Expired::BodyRate),
         "50 bytes in 2.5 s < 100 B/s"
     );
 }
@@ -502,13 +508,13 @@ fn closing_drains_then_lingers_then_ends() {
     );
     assert!(!c.output_flushed(1.5), "once");
     assert_eq!(c.deadline(), Some(3.0));
-    assert_eq!(c.on_timer(3.0), TimerAction::Lose);
+    assert_eq!(c.on_timer(3.0), TimerAction::Lose(Expired::Linger));
 
     let mut c = conn();
     c.close(0.0);
     assert_eq!(
         c.on_timer(10.0),
-        TimerAction::Lose,
+        TimerAction::Lose(Expired::Drain),
         "the output never drained"
     );
 }

@@ -84,6 +84,7 @@ fn setting_to_py<'py>(py: Python<'py>, s: &Setting) -> PyResult<Bound<'py, PyDic
             Text::Any => "any",
             Text::Host => "host",
             Text::RootPath => "root_path",
+            Text::AccessLogFormat => "access_log_format",
         }),
     )?;
     d.set_item("choices", choices)?;

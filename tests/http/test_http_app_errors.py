@@ -336,7 +336,7 @@ def test_abandoned_request_body_upload(start_server):
 
 
 def test_access_log_format(start_server, capture_logs):
-    srv = start_server(apps.app, access_log=True, log_level="info")
+    srv = start_server(apps.app, log_level="info")  # on by default
     access = capture_logs("access")
     with srv.raw() as conn:
         conn.send(request_bytes("GET", "/status?code=201&x=1"))
@@ -345,8 +345,8 @@ def test_access_log_format(start_server, capture_logs):
         conn.send(request_bytes("POST", "/echo", version="1.0", body=b"z"))
         conn.read_response()
     expected = [
-        f'127.0.0.1:{port} - "GET /status?code=201&x=1 HTTP/1.1" 201',
-        f'127.0.0.1:{port} - "POST /echo HTTP/1.0" 200',
+        f'127.0.0.1:{port} - "GET /status?code=201&x=1 HTTP/1.1" 201 Created',
+        f'127.0.0.1:{port} - "POST /echo HTTP/1.0" 200 OK',
     ]
     wait_until(lambda: len(access.records) >= 2, timeout=3)
     assert access.messages() == expected

@@ -142,8 +142,10 @@ def test_cli_values_go_to_config_unchanged():
         "--root-path": ("/api", "root_path", "/api"),
         "--lifespan": ("off", "lifespan", "off"),
         "--log-level": ("DEBUG", "log_level", "debug"),
+        "--access-log-format": ("%(status_code)s", "access_log_format", "%(status_code)s"),
+        "--log-config": ("/tmp/log.json", "log_config", "/tmp/log.json"),
     }
-    assert set(given) | {"--fd", "--access-log"} == {row["flag"] for row in CLI_ROWS}
+    assert set(given) | {"--fd", "--access-log", "--use-colors"} == {row["flag"] for row in CLI_ROWS}
     for flag, (text, name, value) in given.items():
         kind, run = parse(flag, text)
         assert kind == "run" and run["values"] == {name: value}
@@ -151,6 +153,8 @@ def test_cli_values_go_to_config_unchanged():
     assert parse("--fd", "3")[1]["values"] == {"fd": 3}
     assert parse("--access-log")[1]["values"] == {"access_log": True}
     assert parse("--no-access-log")[1]["values"] == {"access_log": False}
+    assert parse("--use-colors")[1]["values"] == {"use_colors": True}
+    assert parse("--no-use-colors")[1]["values"] == {"use_colors": False}
     assert parse()[1] == {"app": "apps:app", "values": {}, "warnings": []}
 
 

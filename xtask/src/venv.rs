@@ -22,11 +22,13 @@ const BASE_PACKAGES: &[&str] = &[
     "starlette>=0.40",
     "fastapi>=0.115",
     "websockets>=13",
+    // `--log-config` YAML files.
+    "pyyaml>=6",
 ];
 
 /// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
 const BASE_IMPORTS: &str =
-    "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets";
+    "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets, yaml";
 
 pub struct Venv {
     pub dir: PathBuf,

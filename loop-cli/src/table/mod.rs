@@ -59,6 +59,8 @@ pub enum Text {
     Host,
     /// Empty, or starts with `/` and does not end with `/`.
     RootPath,
+    /// An access-log format ([`crate::access_format`]).
+    AccessLogFormat,
 }
 
 /// Whether a setting can be unset (`None` in Python).
@@ -286,6 +288,11 @@ impl Setting {
                 "expected an empty string or a path that starts with '/' and does not end with '/'"
             }
             Kind::Text(Text::Any) | Kind::BoolOrText => "expected a string",
+            Kind::Text(Text::AccessLogFormat) => {
+                "expected text with %(field)s placeholders of client_addr, method, path, query, \
+                 full_path, http_version, request_line, status_code, status_phrase, duration_ms, \
+                 user_agent, referer (and %% for '%')"
+            }
             Kind::Path => "expected a path",
             Kind::Choice { .. } => "expected one of the listed values",
             Kind::Object => "cannot be given as text",
@@ -308,6 +315,9 @@ impl Setting {
 
     /// The default as `--help` shows it (`[default: …]`), if it shows one.
     pub fn default_text(&self) -> Option<String> {
+        if self.kind == Kind::Text(Text::AccessLogFormat) {
+            return None; // too wide for the column: the help text shows it
+        }
         match (self.default, self.flag) {
             (Lit::None, _) => None,
             (Lit::Bool(on), Some(Flag { long, off, .. })) if self.kind == Kind::Bool => {

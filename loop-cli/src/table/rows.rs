@@ -10,6 +10,11 @@ pub const LOG_LEVELS: &[&str] = &["critical", "error", "warning", "info", "debug
 
 const MIB: i64 = 1024 * 1024;
 
+/// uvicorn's access line, with the reason phrase:
+/// `127.0.0.1:54321 - "GET / HTTP/1.1" 200 OK`.
+pub const ACCESS_LOG_FORMAT: &str =
+    "%(client_addr)s - \"%(request_line)s\" %(status_code)s %(status_phrase)s";
+
 /// Every server setting, in `Config`'s keyword order (which is also the
 /// `--help` order of the flags).
 pub static SETTINGS: &[Setting] = &[
@@ -88,12 +93,46 @@ pub static SETTINGS: &[Setting] = &[
     Setting::new(
         "access_log",
         Kind::Bool,
-        Lit::Bool(false),
+        Lit::Bool(true),
         "Enable/Disable access log.",
     )
     .cli("--access-log")
     .off("--no-access-log")
     .native(),
+    Setting::new(
+        "access_log_format",
+        Kind::Text(Text::AccessLogFormat),
+        Lit::Str(ACCESS_LOG_FORMAT),
+        "Access log line format: text with %(field)s placeholders (client_addr, method, path, \
+         query, full_path, http_version, request_line, status_code, status_phrase, duration_ms, \
+         user_agent, referer); %% for '%'. Default: %(client_addr)s - \"%(request_line)s\" \
+         %(status_code)s %(status_phrase)s",
+    )
+    .cli("--access-log-format")
+    .native(),
+    Setting::new(
+        "log_config",
+        Kind::Path,
+        Lit::None,
+        "Logging configuration file: .json, .yaml/.yml (needs PyYAML) or an INI file for \
+         logging.config.fileConfig. Config also takes a dictConfig dict.",
+    )
+    .cli("--log-config")
+    .null(Null::Unset)
+    .expected("expected a path to a logging configuration file")
+    .py_type(
+        "dict[str, Any] | str | os.PathLike[str] | None",
+        "dict[str, Any] | str | None",
+    ),
+    Setting::new(
+        "use_colors",
+        Kind::Bool,
+        Lit::None,
+        "Enable/Disable colorized logging (default: only when the log goes to a terminal).",
+    )
+    .cli("--use-colors")
+    .off("--no-use-colors")
+    .null(Null::Unset),
     Setting::new(
         "proxy_headers",
         Kind::Bool,

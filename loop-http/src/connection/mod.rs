@@ -38,7 +38,9 @@ mod exchange;
 pub use config::ConnectionConfig;
 pub use exchange::{BodyRead, Exchange, ResponsePart, SendError};
 
-use crate::{error_response, BodyFraming, Event, RequestHead, RequestParser, CONTINUE_RESPONSE};
+use crate::{
+    error_response, BodyFraming, Event, ParseError, RequestHead, RequestParser, CONTINUE_RESPONSE,
+};
 use std::sync::Arc;
 
 /// Where the connection is in its life.
@@ -93,12 +95,40 @@ pub enum Step {
     Close,
 }
 
+/// Which rule a timer check dropped the connection for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expired {
+    /// No request head began within `timeout_request_head`.
+    Head,
+    /// An idle kept connection reached `timeout_keep_alive`.
+    KeepAlive,
+    /// The request body arrived slower than `min_body_rate`.
+    BodyRate,
+    /// A closing connection's output did not drain within `closing_drain`.
+    Drain,
+    /// A half-closed connection's linger ended (the normal end of a close).
+    Linger,
+}
+
+impl Expired {
+    /// A short description, for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expired::Head => "request head timeout",
+            Expired::KeepAlive => "keep-alive timeout",
+            Expired::BodyRate => "request body too slow",
+            Expired::Drain => "output drain timeout",
+            Expired::Linger => "closed after linger",
+        }
+    }
+}
+
 /// What a timer check decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimerAction {
     Nothing,
-    /// Drop the connection ([`ServerConnection::lose`]).
-    Lose,
+    /// Drop the connection ([`ServerConnection::lose`]), for this reason.
+    Lose(Expired),
     /// A request head is late: answer 408 ([`ServerConnection::fail`]).
     Fail(u16),
 }
@@ -143,6 +173,8 @@ pub struct ServerConnection {
     peer_eof: bool,
     /// Server shutdown: the current response is the last.
     draining: bool,
+    /// Why the last [`Step::Fail`] failed (for the server's log).
+    error: Option<ParseError>,
 }
 
 impl ServerConnection {
@@ -161,7 +193,13 @@ impl ServerConnection {
             discard_left: 0,
             peer_eof: false,
             draining: false,
+            error: None,
         }
+    }
+
+    /// The rule the input broke, after a [`Step::Fail`].
+    pub fn parse_error(&self) -> Option<&ParseError> {
+        self.error.as_ref()
     }
 
     pub fn config(&self) -> &ConnectionConfig {
@@ -260,7 +298,11 @@ impl ServerConnection {
                         Ok((n, None)) if n > 0 => pos += n,
                         Ok((_, None)) => break Step::Wait,
                         Ok((n, Some(_))) => pos += n,
-                        Err(e) => break Step::Fail(e.status()),
+                        Err(e) => {
+                            let status = e.status();
+                            self.error = Some(e);
+                            break Step::Fail(status);
+                        }
                     }
                 }
                 Phase::Active => {
@@ -296,7 +338,11 @@ impl ServerConnection {
                                     pos += n;
                                     false
                                 }
-                                Err(e) => break Step::Fail(e.status()),
+                                Err(e) => {
+                                    let status = e.status();
+                                    self.error = Some(e);
+                                    break Step::Fail(status);
+                                }
                             }
                         };
                     if stop {
@@ -434,7 +480,9 @@ impl ServerConnection {
             other => {
                 let current = other.as_ref().is_some_and(|ex| ex.id() == id);
                 let abandoned = other.as_ref().is_some_and(|ex| ex.is_abandoned());
-                return Err(if closed && (!current || abandoned) {
+                // Answered by the server (a 413 mid-body, a 408) or gone:
+                // to the app, the client is gone.
+                return Err(if (current && abandoned) || (closed && !current) {
                     SendError::Disconnected
                 } else {
                     SendError::Completed
@@ -626,7 +674,7 @@ impl ServerConnection {
                     ex.body_wait += now - checked;
                 }
                 if ex.body_wait > grace && received < rate * ex.body_wait {
-                    return TimerAction::Lose;
+                    return TimerAction::Lose(Expired::BodyRate);
                 }
             }
         }
@@ -640,7 +688,10 @@ impl ServerConnection {
             {
                 TimerAction::Fail(408)
             }
-            _ => TimerAction::Lose,
+            Deadline::Head => TimerAction::Lose(Expired::Head),
+            Deadline::KeepAlive => TimerAction::Lose(Expired::KeepAlive),
+            Deadline::Closing => TimerAction::Lose(Expired::Drain),
+            Deadline::Linger | Deadline::None => TimerAction::Lose(Expired::Linger),
         }
     }
 }

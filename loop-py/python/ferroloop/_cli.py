@@ -3,12 +3,14 @@ the Rust `loop-cli` crate; this module imports the app and serves it."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 from . import _native
 from .server._config import SETTINGS, AppLoadError, Config
 from .server._lifespan import LifespanFailed
+from .server._logging import LogConfigError
 
 # Exit codes: usage errors 2 (as click/argparse), a broken app 1, startup
 # failure 3 (as uvicorn).
@@ -53,8 +55,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         run(Server(config).serve())
     except LifespanFailed:
         return EXIT_STARTUP_FAILED
-    except OSError as exc:
+    except LogConfigError as exc:
         print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_APP_ERROR
+    except OSError as exc:
+        # Once, through the configured logging (uvicorn's form:
+        # `[Errno 98] error while attempting to bind on address …`).
+        logging.getLogger("ferroloop.error").error("%s", exc)
         return EXIT_APP_ERROR
     except KeyboardInterrupt:
         pass

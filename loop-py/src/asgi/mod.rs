@@ -5,9 +5,10 @@
 //! The modules, lowest first; each imports only modules listed before it
 //! (`tests/test_module_layers.py` checks it):
 //! - [`kind`]: what the server and an app task need of any connection kind.
-//! - [`proxy`], [`settings`], [`scope`], [`messages`]: trusted proxy
-//!   headers, configuration, the scope and messages as Python objects,
-//!   decoding the app's `send()` messages.
+//! - [`proxy`], [`settings`], [`scope`], [`messages`], [`logs`]: trusted
+//!   proxy headers, configuration, the scope and messages as Python
+//!   objects, decoding the app's `send()` messages, the loggers and their
+//!   cached levels.
 //! - [`shared`]: what a server's connections share, with the registry of
 //!   live connections and the end-of-tick flush.
 //! - [`app_task`]: the task that steps the app's coroutine.
@@ -18,6 +19,7 @@
 mod app_task;
 mod http;
 mod kind;
+mod logs;
 mod messages;
 mod proxy;
 mod scope;
@@ -46,7 +48,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("ASGI_SPEC_VERSION", scope::SPEC_VERSION)?;
     m.add_function(wrap_pyfunction!(_check_forwarded_allow_ips, m)?)?;
+    m.add_function(wrap_pyfunction!(_check_access_log_format, m)?)?;
     Ok(())
+}
+
+/// Validate an `access_log_format` the way the server will render it.
+#[pyfunction]
+fn _check_access_log_format(format: &str) -> PyResult<()> {
+    loop_cli::access_format::AccessFormat::parse(format)
+        .map(drop)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("access_log_format: {e}")))
 }
 
 /// Validate a `forwarded_allow_ips` list the way the server will read it.

@@ -5,6 +5,7 @@
 
 use super::http::{connection_config, Addr, HttpConnection, HttpHandle};
 use super::kind::ConnHandle;
+use super::logs::Logs;
 use super::settings::Settings;
 use super::shared::ServerShared;
 use crate::errors::os_error;
@@ -100,6 +101,10 @@ impl HttpServer {
         shared
             .borrow_mut(py)
             .register(slot, Arc::new(HttpHandle(conn.clone().unbind())));
+        if shared.borrow(py).debug_on() {
+            let line = format!("{} - Connection accepted", conn.borrow().peer_text());
+            ServerShared::log_debug(shared.bind(py), &line)?;
+        }
         if let Err(err) = HttpConnection::start(&conn) {
             HttpConnection::lose(&conn)?;
             return Err(err);
@@ -192,13 +197,13 @@ impl HttpServer {
         let done_future = Loop::create_future(event_loop)?;
         done_future.call_method1(intern!(py, "set_result"), (py.None(),))?;
         let conn_config = connection_config(&settings);
+        let logs = Logs::new(py, error_log, access_log, settings.access_log)?;
         let shared = ServerShared::new(
             event_loop.clone().unbind(),
             app,
             settings,
             conn_config,
-            error_log,
-            access_log,
+            logs,
             done_future.unbind(),
         );
         Ok(HttpServer {
@@ -322,6 +327,7 @@ impl HttpServer {
         Self::schedule_sweep(slf)?;
         let shared = slf.borrow().shared.clone_ref(py);
         let shared = shared.bind(py);
+        ServerShared::refresh_logs(shared, now)?;
         ServerShared::for_each(shared, |conn: &dyn ConnHandle| {
             if let Err(err) = conn.check_timers(py, now) {
                 // One connection's failure must not stop every timeout.

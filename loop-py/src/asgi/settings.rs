@@ -8,6 +8,7 @@
 //! agree (`tests/http/test_http_settings.py`).
 
 use super::proxy::Trust;
+use loop_cli::access_format::{AccessFormat, Field};
 use loop_http::Limits;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
@@ -29,6 +30,9 @@ pub struct Settings {
     /// `None` when proxy headers are off.
     pub proxy: Option<Trust>,
     pub access_log: bool,
+    pub access_format: AccessFormat,
+    /// The format shows `duration_ms`: requests are timed.
+    pub access_timed: bool,
 }
 
 impl Settings {
@@ -37,6 +41,7 @@ impl Settings {
     pub const READS: &'static [&'static str] = &[
         "root_path",
         "access_log",
+        "access_log_format",
         "proxy_headers",
         "forwarded_allow_ips",
         "server_header",
@@ -89,7 +94,12 @@ impl Settings {
             max_body: get("max_body_size")?.extract()?,
             ..Limits::default()
         };
+        let format: String = get("access_log_format")?.extract()?;
+        let access_format = AccessFormat::parse(&format)
+            .map_err(|e| PyValueError::new_err(format!("access_log_format: {e}")))?;
         Ok(Settings {
+            access_timed: access_format.uses(Field::DurationMs),
+            access_format,
             limits,
             timeout_request_head: get("timeout_request_head")?.extract()?,
             timeout_keep_alive: get("timeout_keep_alive")?.extract()?,

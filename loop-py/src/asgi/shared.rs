@@ -5,6 +5,7 @@
 //! `server`'s; the connections reach this, never the server.
 
 use super::kind::ConnHandle;
+use super::logs::Logs;
 use super::settings::{Settings, READ_CHUNK};
 use crate::event_loop::{Loop, TickEnd};
 use loop_http::{ConnectionConfig, DateCache};
@@ -23,8 +24,7 @@ pub struct ServerShared {
     pub(super) settings: Arc<Settings>,
     /// What every HTTP connection's state machine is configured with.
     pub(super) conn_config: Arc<ConnectionConfig>,
-    error_log: Py<PyAny>,
-    access_log: Py<PyAny>,
+    pub(super) logs: Logs,
     /// One finished future: what `send()` returns when it need not wait.
     pub(super) done_future: Py<PyAny>,
     read_buf: Vec<u8>,
@@ -59,8 +59,7 @@ impl ServerShared {
         app: Py<PyAny>,
         settings: Settings,
         conn_config: ConnectionConfig,
-        error_log: Py<PyAny>,
-        access_log: Py<PyAny>,
+        logs: Logs,
         done_future: Py<PyAny>,
     ) -> Self {
         ServerShared {
@@ -69,8 +68,7 @@ impl ServerShared {
             state: None,
             settings: Arc::new(settings),
             conn_config: Arc::new(conn_config),
-            error_log,
-            access_log,
+            logs,
             done_future,
             read_buf: Vec::new(),
             date: DateCache::new(),
@@ -199,21 +197,73 @@ impl ServerShared {
 
     pub(super) fn log_error(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
         let py = slf.py();
-        let logger = slf.borrow().error_log.clone_ref(py);
+        let logger = slf.borrow().logs.error.clone_ref(py);
         logger.call_method1(py, intern!(py, "error"), (message,))?;
         Ok(())
     }
 
     pub(super) fn log_warning(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
         let py = slf.py();
-        let logger = slf.borrow().error_log.clone_ref(py);
+        let logger = slf.borrow().logs.error.clone_ref(py);
         logger.call_method1(py, intern!(py, "warning"), (message,))?;
         Ok(())
     }
 
+    /// The error logger is on for DEBUG (the cached answer: test this
+    /// before building a debug line).
+    pub(super) fn debug_on(&self) -> bool {
+        self.logs.debug_on
+    }
+
+    pub(super) fn log_debug(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
+        let py = slf.py();
+        let logger = slf.borrow().logs.error.clone_ref(py);
+        logger.call_method1(py, intern!(py, "debug"), (message,))?;
+        Ok(())
+    }
+
+    /// A request the server answered itself (400, 408, 413, …): one
+    /// warning, rate-limited (see `asgi::logs`).
+    pub(super) fn log_server_answer(slf: &Bound<'_, Self>, text: &str) -> PyResult<()> {
+        let line = slf
+            .borrow_mut()
+            .logs
+            .answer_warning(loop_core::clock::monotonic(), text);
+        match line {
+            Some(line) => Self::log_warning(slf, &line),
+            None => Ok(()),
+        }
+    }
+
+    /// Refresh the cached logger levels and report suppressed warnings
+    /// (the sweep calls this).
+    pub(super) fn refresh_logs(slf: &Bound<'_, Self>, now: f64) -> PyResult<()> {
+        let levels = slf.borrow().logs.levels(slf.py())?;
+        let overdue = {
+            let mut me = slf.borrow_mut();
+            me.logs.set_levels(levels);
+            me.logs.overdue_warning(now)
+        };
+        match overdue {
+            Some(line) => Self::log_warning(slf, &line),
+            None => Ok(()),
+        }
+    }
+
+    /// An app that stopped with an error because its client went away:
+    /// one line at DEBUG, no traceback (as uvicorn, which logs nothing).
+    pub(super) fn log_client_gone(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
+        if !slf.borrow().debug_on() {
+            return Ok(());
+        }
+        let name = exc.get_type().qualname()?;
+        let line =
+            format!("ASGI application stopped after its client disconnected ({name}: {exc})");
+        Self::log_debug(slf, &line)
+    }
     pub(super) fn log_app_exception(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = slf.py();
-        let logger = slf.borrow().error_log.clone_ref(py);
+        let logger = slf.borrow().logs.error.clone_ref(py);
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "exc_info"), exc)?;
         logger.call_method(
@@ -229,14 +279,12 @@ impl ServerShared {
         Self::log_app_exception(slf, err.value(slf.py()).as_any())
     }
 
-    /// An access-log line (uvicorn's format and arguments).
-    pub(super) fn log_access(
-        slf: &Bound<'_, Self>,
-        args: (&str, String, String, String, &str, u16),
-    ) -> PyResult<()> {
+    /// An access-log line, rendered (one logging call; the caller checks
+    /// `logs.access_on` first).
+    pub(super) fn log_access(slf: &Bound<'_, Self>, line: String) -> PyResult<()> {
         let py = slf.py();
-        let logger = slf.borrow().access_log.clone_ref(py);
-        logger.call_method1(py, intern!(py, "info"), args)?;
+        let logger = slf.borrow().logs.access.clone_ref(py);
+        logger.call_method1(py, intern!(py, "info"), (line,))?;
         Ok(())
     }
 }
@@ -249,8 +297,7 @@ impl ServerShared {
         if let Some(state) = &self.state {
             visit.call(state)?;
         }
-        visit.call(&self.error_log)?;
-        visit.call(&self.access_log)?;
+        self.logs.traverse(&visit)?;
         visit.call(&self.done_future)?;
         for conn in self.conns.iter().flatten() {
             conn.traverse(&visit)?;

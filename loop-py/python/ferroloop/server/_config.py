@@ -13,29 +13,21 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import logging
 import math
 import os
 import socket
-import sys
 import warnings
 from typing import Any, Callable
 
 from .. import _native
+from ._logging import LOG_LEVELS, check_log_config, configure_logging
 
 #: The settings `Config` takes, by name, in table order (rows of
 #: `_native.server_settings()`).
 SETTINGS: dict[str, dict[str, Any]] = {row["name"]: row for row in _native.server_settings() if row["config"]}
 
 LIFESPAN_MODES = tuple(SETTINGS["lifespan"]["choices"])
-LOG_LEVELS = {
-    "critical": logging.CRITICAL,
-    "error": logging.ERROR,
-    "warning": logging.WARNING,
-    "info": logging.INFO,
-    "debug": logging.DEBUG,
-    "trace": 5,
-}
+
 assert tuple(LOG_LEVELS) == tuple(SETTINGS["log_level"]["choices"])
 
 
@@ -160,6 +152,13 @@ def _check_log_level(row: dict[str, Any], value: Any) -> str | int:
     return value
 
 
+def _check_access_log_format(row: dict[str, Any], value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"access_log_format: expected a string, got {value!r}")
+    _native._check_access_log_format(value)
+    return value
+
+
 #: Settings whose Python values are not just their kind's.
 _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "host": _check_host,
@@ -167,6 +166,8 @@ _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "root_path": _check_root_path,
     "forwarded_allow_ips": _check_forwarded_allow_ips,
     "log_level": _check_log_level,
+    "access_log_format": _check_access_log_format,
+    "log_config": lambda row, value: check_log_config(value),
 }
 
 #: What `None` means for a setting whose `None` is not kept as is.
@@ -222,17 +223,9 @@ class Config:
         return self.server_header.encode("latin-1")
 
     def configure_logging(self) -> None:
-        """Give ferroloop's loggers a handler and level unless the
-        application configured logging itself."""
-        if self.log_level is None:
-            return
-        level = LOG_LEVELS[self.log_level.lower()] if isinstance(self.log_level, str) else self.log_level
-        logger = logging.getLogger("ferroloop")
-        logger.setLevel(level)
-        if not logger.handlers and not logging.getLogger().handlers:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("%(levelname)-9s %(message)s"))
-            logger.addHandler(handler)
+        """Apply `log_config` (or the default configuration, unless the
+        application configured logging itself) and `log_level`."""
+        configure_logging(self.log_config, self.log_level, self.use_colors)
 
 
 Config.__init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

@@ -26,6 +26,9 @@ class Config:
     root_path: str
     lifespan: str
     access_log: bool
+    access_log_format: str
+    log_config: dict[str, Any] | str | None
+    use_colors: bool | None
     proxy_headers: bool
     forwarded_allow_ips: str
     server_header: bool | str
@@ -53,7 +56,10 @@ class Config:
         sock: socket.socket | None = None,
         root_path: str = "",
         lifespan: str = "auto",
-        access_log: bool = False,
+        access_log: bool = True,
+        access_log_format: str = "%(client_addr)s - \"%(request_line)s\" %(status_code)s %(status_phrase)s",
+        log_config: dict[str, Any] | str | os.PathLike[str] | None = None,
+        use_colors: bool | None = None,
         proxy_headers: bool = True,
         forwarded_allow_ips: str | list[str] | None = "127.0.0.1",
         server_header: bool | str = True,

@@ -37,6 +37,8 @@ class Lifespan:
         await self._queue.put({"type": "lifespan.startup"})
         await self._startup_done.wait()
         if self._startup_failed or (self._error is not None and self.mode == "on"):
+            # The summary after the traceback, as uvicorn.
+            logger.error("Application startup failed. Exiting.")
             raise LifespanFailed("Application startup failed. Exiting.")
         if not self._unsupported:
             logger.info("Application startup complete.")

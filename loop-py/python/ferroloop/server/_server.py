@@ -134,6 +134,9 @@ class Server:
                 sock.bind(path)
                 os.chmod(path, 0o666)
                 sock.listen(config.backlog)
+            except OSError as exc:
+                sock.close()
+                raise _bind_error(exc, f"path {path!r}") from None
             except BaseException:
                 sock.close()
                 raise
@@ -147,8 +150,7 @@ class Server:
                 sock.listen(config.backlog)
             except OSError as exc:
                 sock.close()
-                logger.error("%s", exc)
-                raise
+                raise _bind_error(exc, f"address {(config.host, config.port)!r}") from None
         sock.setblocking(False)
         self._owned_sockets = [sock]
         self.sockets = [sock]
@@ -215,6 +217,15 @@ class Server:
             with contextlib.suppress(OSError):
                 os.unlink(self._uds_path)
             self._uds_path = None
+
+
+def _bind_error(exc: OSError, where: str) -> OSError:
+    """uvicorn's message: `[Errno 98] error while attempting to bind on
+    address ('127.0.0.1', 8123): address already in use`."""
+    reason = (exc.strerror or str(exc)).lower()
+    err = OSError(exc.errno, f"error while attempting to bind on {where}: {reason}")
+    err.__cause__ = None
+    return err
 
 
 def serve(app: Callable[..., Any] | str, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> None:

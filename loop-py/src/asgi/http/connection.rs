@@ -21,12 +21,14 @@ use crate::asgi::shared::ServerShared;
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_http::{
-    ConnectionConfig, DrainAction, FailOutcome, Phase, ServerConnection, Step, TimerAction,
+    ConnectionConfig, DrainAction, FailOutcome, Phase, RequestHead, ServerConnection, Step,
+    TimerAction,
 };
 use loop_transports::{LayerRead, LayeredStream, Write};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyTuple};
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::sync::Arc;
@@ -64,6 +66,11 @@ pub struct HttpConnection {
     /// A `send()` is decoding its message (which can run Python code, a
     /// body's buffer export): a `send()` from inside it is refused.
     pub(in crate::asgi) sending: bool,
+    /// Why the connection ends, for the debug log (the first reason wins).
+    closing_why: Option<Cow<'static, str>>,
+    /// When the current request's head completed (only when the access
+    /// log shows durations).
+    pub(in crate::asgi) request_started: f64,
 }
 
 /// Bound methods registered with the loop, made once per connection.
@@ -128,7 +135,25 @@ impl HttpConnection {
             out: Vec::new(),
             waiters: Waiters::default(),
             sending: false,
+            closing_why: None,
+            request_started: 0.0,
         })
+    }
+
+    /// The peer as the logs name it.
+    pub(in crate::asgi) fn peer_text(&self) -> &str {
+        if self.client_text.is_empty() {
+            "unix socket client"
+        } else {
+            &self.client_text
+        }
+    }
+
+    /// Record why the connection ends (an earlier reason stays).
+    pub(in crate::asgi) fn closing_because(&mut self, why: impl Into<Cow<'static, str>>) {
+        if self.closing_why.is_none() {
+            self.closing_why = Some(why.into());
+        }
     }
 
     /// Register with the loop and start reading.
@@ -242,14 +267,25 @@ impl HttpConnection {
     /// Answer `status` (no app involved, or before the response started)
     /// and close.
     pub(in crate::asgi) fn fail(slf: &Bound<'_, Self>, status: u16) -> PyResult<()> {
+        Self::fail_for(slf, status, None)
+    }
+
+    /// [`HttpConnection::fail`], for a request whose head did not become an
+    /// exchange (`head`: what the access log shows).
+    pub(in crate::asgi) fn fail_for(
+        slf: &Bound<'_, Self>,
+        status: u16,
+        head: Option<&RequestHead>,
+    ) -> PyResult<()> {
         let py = slf.py();
         let server = slf.borrow().shared.clone_ref(py);
-        let outcome = {
+        let (outcome, active) = {
             let mut me = slf.borrow_mut();
             let mut srv = server.bind(py).borrow_mut();
             let settings = me.settings.clone();
             let date = srv.date_value();
-            me.with_output(|http, out| {
+            let active = me.http.phase() == Phase::Active;
+            let outcome = me.with_output(|http, out| {
                 http.fail(
                     status,
                     out,
@@ -257,22 +293,85 @@ impl HttpConnection {
                     settings.server_header.as_deref(),
                     clock::monotonic(),
                 )
-            })
+            });
+            (outcome, active)
         };
         match outcome {
             FailOutcome::Ignored => Ok(()),
             FailOutcome::Lose => Self::lose(slf),
             FailOutcome::Answered => {
+                slf.borrow_mut()
+                    .closing_because(format!("answered {status} by the server"));
+                Self::log_server_answer(slf, status, head, active)?;
                 exchange::end_for_app(slf)?;
                 Self::flush(slf)
             }
         }
     }
 
+    /// The server's own answer in the access log, and (but for a 500,
+    /// whose app error is logged already) as a rate-limited warning.
+    fn log_server_answer(
+        slf: &Bound<'_, Self>,
+        status: u16,
+        head: Option<&RequestHead>,
+        active: bool,
+    ) -> PyResult<()> {
+        let py = slf.py();
+        let (shared, warning, line) = {
+            let me = slf.borrow();
+            let warning = match status {
+                500 => None,
+                408 => Some(
+                    "Request timeout: no complete request head within timeout_request_head (408)"
+                        .to_owned(),
+                ),
+                503 => Some("Exceeded concurrency limit (503)".to_owned()),
+                _ => Some(match me.http.parse_error() {
+                    Some(err) => format!("Invalid HTTP request received: {err} ({status})"),
+                    None => format!("Invalid HTTP request received ({status})"),
+                }),
+            };
+            let shared = me.shared.clone_ref(py);
+            let line = if shared.borrow(py).logs.access_on {
+                let head =
+                    head.or_else(|| me.http.exchange().filter(|_| active).map(|ex| ex.head()));
+                Some(me.access_line(head, status))
+            } else {
+                None
+            };
+            (shared, warning, line)
+        };
+        if let Some(line) = line {
+            ServerShared::log_access(shared.bind(py), line)?;
+        }
+        if let Some(warning) = warning {
+            ServerShared::log_server_answer(shared.bind(py), &warning)?;
+        }
+        Ok(())
+    }
+
+    fn access_line(&self, head: Option<&RequestHead>, status: u16) -> String {
+        let duration = (self.settings.access_timed && head.is_some())
+            .then(|| clock::monotonic() - self.request_started);
+        super::access::render(
+            &self.settings.access_format,
+            &super::access::Entry {
+                client: &self.client_text,
+                head,
+                root_path: &self.settings.root_path,
+                status,
+                duration,
+            },
+        )
+    }
+
     /// Write what is buffered; half-close when a closing connection drained.
     pub(in crate::asgi) fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         let lost = slf.borrow_mut().write_out();
         if lost {
+            slf.borrow_mut()
+                .closing_because("the client went away during a write");
             return Self::lose(slf);
         }
         {
@@ -307,8 +406,12 @@ impl HttpConnection {
     }
 
     pub(in crate::asgi) fn close_gracefully(slf: &Bound<'_, Self>) -> PyResult<()> {
-        if !slf.borrow_mut().http.close(clock::monotonic()) {
-            return Ok(());
+        {
+            let mut me = slf.borrow_mut();
+            if !me.http.close(clock::monotonic()) {
+                return Ok(());
+            }
+            me.closing_because("no more requests on the connection");
         }
         exchange::end_for_app(slf)?;
         Self::flush(slf)
@@ -362,6 +465,8 @@ impl HttpConnection {
             // The app switched protocols, and no protocol takes a stream
             // over from HTTP yet (WebSocket is next): the 101 goes out and
             // the connection closes.
+            slf.borrow_mut()
+                .closing_because("switched protocols, and no protocol takes over");
             Self::flush(slf)?;
             return Self::lose(slf);
         }
@@ -388,35 +493,23 @@ impl HttpConnection {
         Ok(())
     }
 
-    /// uvicorn's access line: `client - "METHOD target HTTP/x" status`.
+    /// The access-log line of the completed response.
     fn log_access(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let (shared, args) = {
+        let py = slf.py();
+        let (shared, line) = {
             let me = slf.borrow();
-            let Some(ex) = me.http.exchange().filter(|_| me.settings.access_log) else {
+            if !me.shared.borrow(py).logs.access_on {
+                return Ok(());
+            }
+            let Some(ex) = me.http.exchange() else {
                 return Ok(());
             };
-            let version = match ex.head().version {
-                loop_http::Version::Http10 => "1.0",
-                loop_http::Version::Http11 => "1.1",
-            };
-            // As uvicorn: the path as the app sees it, root_path included.
-            let mut target = me.settings.root_path.clone();
-            target.push_str(&String::from_utf8_lossy(ex.head().path()));
-            if !ex.head().query().is_empty() {
-                target.push('?');
-                target.push_str(&String::from_utf8_lossy(ex.head().query()));
-            }
-            let args = (
-                "%s - \"%s %s HTTP/%s\" %d",
-                me.client_text.clone(),
-                String::from_utf8_lossy(ex.head().method()).into_owned(),
-                target,
-                version,
-                ex.status(),
-            );
-            (me.shared.clone_ref(slf.py()), args)
+            (
+                me.shared.clone_ref(py),
+                me.access_line(Some(ex.head()), ex.status()),
+            )
         };
-        ServerShared::log_access(shared.bind(slf.py()), args)
+        ServerShared::log_access(shared.bind(py), line)
     }
 
     /// The connection is gone (EOF, reset, timeout, shutdown): close the
@@ -469,6 +562,14 @@ impl HttpConnection {
             }
         }
         ServerShared::forget(shared.bind(py), slot);
+        if shared.borrow(py).debug_on() {
+            let line = {
+                let me = slf.borrow();
+                let why = me.closing_why.as_deref().unwrap_or("closed");
+                format!("{} - Connection closed ({why})", me.peer_text())
+            };
+            ServerShared::log_debug(shared.bind(py), &line)?;
+        }
         exchange::end_for_app(slf)?;
         // The bound methods refer to this object: drop the cycle.
         let callbacks = slf.borrow_mut().callbacks.take();
@@ -478,9 +579,12 @@ impl HttpConnection {
 
     /// Close now with an RST (server shutting down past its grace period).
     pub(in crate::asgi) fn abort(slf: &Bound<'_, Self>) -> PyResult<()> {
-        if let Some(stream) = slf.borrow_mut().stream.as_mut() {
+        let mut me = slf.borrow_mut();
+        me.closing_because("reset by the server");
+        if let Some(stream) = me.stream.as_mut() {
             stream.reset();
         }
+        drop(me);
         Self::lose(slf)
     }
 
@@ -490,6 +594,7 @@ impl HttpConnection {
         let action = {
             let mut me = slf.borrow_mut();
             let buffered = me.buffered_out() > 0;
+            me.closing_because("server shutting down");
             me.http.drain(buffered, clock::monotonic())
         };
         match action {
@@ -507,7 +612,10 @@ impl HttpConnection {
         let action = slf.borrow_mut().http.on_timer(now);
         match action {
             TimerAction::Nothing => Ok(()),
-            TimerAction::Lose => Self::lose(slf),
+            TimerAction::Lose(expired) => {
+                slf.borrow_mut().closing_because(expired.as_str());
+                Self::lose(slf)
+            }
             TimerAction::Fail(status) => Self::fail(slf, status),
         }
     }
@@ -525,14 +633,19 @@ impl HttpConnection {
             };
             let server = me.shared.clone_ref(py);
             let mut srv = server.bind(py).borrow_mut();
-            match stream.read_into(srv.read_buffer()) {
+            let (open, why) = match stream.read_into(srv.read_buffer()) {
                 Ok(LayerRead::Data(data)) => {
                     me.http.receive(data);
-                    true
+                    (true, "")
                 }
-                Ok(LayerRead::Done) => stream.take_closed().is_none(),
-                Ok(LayerRead::Eof(_)) | Err(_) => false,
+                Ok(LayerRead::Done) => (stream.take_closed().is_none(), "connection error"),
+                Ok(LayerRead::Eof(_)) => (false, "closed by the client"),
+                Err(_) => (false, "connection error"),
+            };
+            if !open {
+                me.closing_because(why);
             }
+            open
         };
         if outcome {
             Self::process(slf)

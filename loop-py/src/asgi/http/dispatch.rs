@@ -94,7 +94,7 @@ pub(in crate::asgi) fn start_request(
             .is_some_and(|limit| srv.live_connections() > limit || srv.tasks >= limit)
     };
     if over_limit {
-        return HttpConnection::fail(conn, 503);
+        return HttpConnection::fail_for(conn, 503, Some(&head));
     }
     // Built before the state machine takes the head, with no borrow held:
     // making Python objects can run a collector and any `__del__`.
@@ -102,11 +102,14 @@ pub(in crate::asgi) fn start_request(
         Ok(scope) => scope,
         Err(err) => {
             ServerShared::log_app_error(server, &err)?;
-            return HttpConnection::fail(conn, 500);
+            return HttpConnection::fail_for(conn, 500, Some(&head));
         }
     };
     let (id, previous) = {
         let mut me = conn.borrow_mut();
+        if me.settings.access_timed {
+            me.request_started = loop_core::clock::monotonic();
+        }
         let previous = std::mem::take(&mut me.waiters);
         (me.http.begin_request(head), previous)
     };
@@ -235,9 +238,6 @@ pub(in crate::asgi) fn app_finished(
         let mut srv = server.borrow_mut();
         srv.tasks = srv.tasks.saturating_sub(1);
     }
-    if let Some(exc) = &error {
-        ServerShared::log_app_exception(server, exc)?;
-    }
     let (progress, task) = {
         let mut me = conn.borrow_mut();
         let open = !me.http.is_closed();
@@ -260,6 +260,19 @@ pub(in crate::asgi) fn app_finished(
     };
     // Dropped unborrowed (it may be the last reference to the task).
     drop(task);
+    if let Some(exc) = &error {
+        // The client left (or the server answered for the app): the app's
+        // `ClientDisconnected`, or an OSError from its `send()`, is not an
+        // application error.
+        let client_gone = !matches!(progress, Some((true, _)));
+        let quiet = exc.is_instance_of::<crate::asgi::ClientDisconnected>()
+            || (client_gone && exc.is_instance_of::<pyo3::exceptions::PyOSError>());
+        if quiet {
+            ServerShared::log_client_gone(server, exc)?;
+        } else {
+            ServerShared::log_app_exception(server, exc)?;
+        }
+    }
     let Some((open, progress)) = progress else {
         return Ok(());
     };
@@ -288,6 +301,8 @@ pub(in crate::asgi) fn app_finished(
                     "ASGI callable returned without completing response.",
                 )?;
             }
+            conn.borrow_mut()
+                .closing_because("the app's response ended before it was complete");
             HttpConnection::lose(conn)
         }
     }

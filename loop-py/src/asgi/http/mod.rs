@@ -1,6 +1,7 @@
 //! The HTTP/1.1 connection kind: glue between a socket, the sans-IO
 //! `loop_http::ServerConnection` and the ASGI app.
 //!
+//! - [`access`]: the access-log line.
 //! - [`connection`]: the socket, its loop registrations and how the
 //!   connection ends (the state machine decides when).
 //! - [`dispatch`]: a request's scope, the app's call, what its end means.
@@ -9,6 +10,7 @@
 //! The server reaches it only through [`HttpHandle`] and an `AppTask`
 //! through [`HttpOwner`] (the traits of `asgi::kind`).
 
+mod access;
 mod connection;
 mod dispatch;
 mod exchange;
