@@ -3,6 +3,7 @@ callgrind: repeatable where timings on a shared machine are not.
 
     python bench/http_callgrind.py [--overlay DIR] [--workload plaintext|json|post4k]
                                    [--requests N] [--connections C] [--server NAME]
+                                   [--access-log off|null|devnull]
     python bench/http_callgrind.py --binary target/release/examples/plaintext [--requests N]
 
 The server (`http_serve.py serve NAME`, default ferroloop, from the bench
@@ -16,6 +17,8 @@ with every response checked. `--binary` measures a server binary taking
 `ADDR` as its argument instead (loop-http's `examples/plaintext.rs`, the
 pure-Rust ceiling; plaintext only). Before/after a change: run it once per build
 and compare the figures (the issue's rule: no more than 3 % above before).
+`--access-log null|devnull` turns ferroloop's access log on, to a NullHandler
+or through its AccessFormatter to /dev/null (default off, as every benchmark).
 """
 
 from __future__ import annotations
@@ -105,10 +108,16 @@ def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 120.0) -
 
 
 def measure(
-    server: str, overlay: Path | None, workload: str, total: int, connections: int, binary: Path | None = None
+    server: str,
+    overlay: Path | None,
+    workload: str,
+    total: int,
+    connections: int,
+    binary: Path | None = None,
+    access_log: str = "off",
 ) -> tuple[float, str]:
     port = _free_port()
-    env = dict(os.environ)
+    env = dict(os.environ, BENCH_ACCESS_LOG=access_log)
     if overlay is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(overlay), env.get("PYTHONPATH"))))
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,14 +159,16 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--binary", type=Path)
+    parser.add_argument("--access-log", choices=("off", "null", "devnull"), default="off")
     args = parser.parse_args()
     if args.binary is not None and args.workload != "plaintext":
         parser.error("--binary serves the plaintext workload only")
     per_request, started = measure(
-        args.server, args.overlay, args.workload, args.requests, args.connections, args.binary
+        args.server, args.overlay, args.workload, args.requests, args.connections, args.binary, args.access_log
     )
     name = args.binary or args.server
-    print(f"{name} {args.workload}: {per_request:,.0f} instructions per request ({started})")
+    access = f", access log {args.access_log}" if args.access_log != "off" else ""
+    print(f"{name} {args.workload}{access}: {per_request:,.0f} instructions per request ({started})")
     return 0
 
 

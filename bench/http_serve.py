@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ from pathlib import Path
 # The servers `serve` runs: name -> module with serve().  ferroloop-base is
 # ferroloop imported from the baseline wheel's directory (first on PYTHONPATH).
 SERVE_MODULES = {"ferroloop": "ferroloop", "ferroloop-base": "ferroloop", "cadeloop": "cadeloop"}
+# ferroloop's access log in `serve` (off, null or devnull; `http_callgrind.py --access-log`).
+ACCESS_LOG_ENV = "BENCH_ACCESS_LOG"
 # The line `serve` prints before serving, followed by JSON.
 MODULE_LINE = "SERVE_MODULE "
 # Distributions whose versions each Python server's result records.
@@ -59,8 +62,34 @@ def serve(name: str, port: int) -> int:
             file=sys.stderr,
         )
         return 3
-    run(app, host="127.0.0.1", port=port, access_log=False)
+    access = os.environ.get(ACCESS_LOG_ENV, "off")
+    if access == "off":
+        run(app, host="127.0.0.1", port=port, access_log=False)
+    else:
+        _access_handlers(access)
+        run(app, host="127.0.0.1", port=port, access_log=True)
     return 0
+
+
+def _access_handlers(kind: str) -> None:
+    """ferroloop's access log on, to a NullHandler (`null`: the cost of
+    making the line and the logging call) or through `AccessFormatter` and
+    a StreamHandler to /dev/null (`devnull`: what a real handler adds)."""
+    import logging
+
+    logging.getLogger("ferroloop").addHandler(logging.NullHandler())  # keeps the default config out
+    access = logging.getLogger("ferroloop.access")
+    access.propagate = False
+    if kind == "null":
+        access.addHandler(logging.NullHandler())
+    elif kind == "devnull":
+        from ferroloop.logging import AccessFormatter
+
+        handler = logging.StreamHandler(open(os.devnull, "w"))
+        handler.setFormatter(AccessFormatter("%(levelprefix)s %(message)s", use_colors=False))
+        access.addHandler(handler)
+    else:
+        raise SystemExit(f"{ACCESS_LOG_ENV}: expected off, null or devnull, got {kind!r}")
 
 
 def probe(name: str) -> dict:

@@ -21,6 +21,8 @@ const DEBUG: u8 = 10;
 pub struct Logs {
     pub error: Py<PyAny>,
     pub access: Py<PyAny>,
+    /// The access logger's name, for its records.
+    pub access_name: Py<PyAny>,
     /// The `access_log` setting.
     access_setting: bool,
     /// `access_log` is on and the access logger is enabled for INFO.
@@ -66,9 +68,11 @@ impl Logs {
         access: Py<PyAny>,
         access_setting: bool,
     ) -> PyResult<Self> {
+        let access_name = access.getattr(py, pyo3::intern!(py, "name"))?;
         let mut logs = Logs {
             error,
             access,
+            access_name,
             access_setting,
             access_on: false,
             debug_on: false,
@@ -118,7 +122,8 @@ impl Logs {
 
     pub fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.error)?;
-        visit.call(&self.access)
+        visit.call(&self.access)?;
+        visit.call(&self.access_name)
     }
 }
 
