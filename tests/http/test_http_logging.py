@@ -216,6 +216,15 @@ def test_body_rate_timeout_at_debug(start_server, capture_logs):
     wait_until(lambda: any("request body too slow" in m for m in _lifecycle(errors)), timeout=5)
 
 
+@pytest.mark.parametrize("level", ["debug", "trace"])
+def test_cli_log_level_shows_the_lifecycle(cli_server, level):
+    srv = cli_server("tests.http.apps:app", "--log-level", level)
+    httpx.get(f"{srv.url}/")
+    wait_until(lambda: "Connection closed (closed by the client)" in srv.output(), timeout=5)
+    assert re.search(r"DEBUG: +127\.0\.0\.1:\d+ - Connection accepted", srv.output()), srv.output()
+    srv.stop()
+
+
 def test_no_lifecycle_lines_at_info(start_server, capture_logs):
     srv = start_server(apps.app, log_level="info")
     errors = capture_logs("error")
