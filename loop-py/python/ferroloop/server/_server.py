@@ -224,7 +224,6 @@ def _bind_error(exc: OSError, where: str) -> OSError:
     address ('127.0.0.1', 8123): address already in use`."""
     reason = (exc.strerror or str(exc)).lower()
     err = OSError(exc.errno, f"error while attempting to bind on {where}: {reason}")
-    err.__cause__ = None
     return err
 
 
