@@ -40,9 +40,30 @@
 //!   including errors (click's eager options): `--prot 1 --help` shows help.
 //! * `--host`/`--port` together with `--uds` or `--fd` are accepted and
 //!   ignored, as uvicorn does ([`Settings::listen`]); `--uds` with `--fd`
-//!   is an error.
+//!   is an error. `--max-header-size` wins over uvicorn's
+//!   `--h11-max-incomplete-event-size` (a warning says so).
+//! * A repeated `--header` adds a header.
 //! * Arguments must be UTF-8, except a `--uds` path on Unix, which may be any
 //!   bytes (as `OsString`s built from `os.fsencode` carry them).
+//!
+//! # uvicorn's options
+//!
+//! Every option of `uvicorn --help` (0.54) is a row: implemented with
+//! uvicorn's meaning, accepted as a no-op with a one-line warning
+//! ([`table::Status::Ignored`]: `--loop`, `--http`,
+//! `--timeout-worker-healthcheck`), or refused as a usage error "not
+//! supported yet: …" naming what to do instead
+//! ([`table::Status::Unsupported`]: `--workers`, `--reload*`, `--ssl-*`,
+//! `--ws-*`, `--http2`; and single values: `--interface wsgi`, `--ws
+//! websockets`). An unsupported option given its default value
+//! (`--workers 1`, `--ws auto`) asks for nothing ferroloop does not do and
+//! passes. `--help` marks each with `[ignored]` or `[not supported yet]`.
+//!
+//! # The environment
+//!
+//! [`parse_values_env`] also reads every setting from `FERROLOOP_<NAME>`
+//! (see [`env`]): a flag wins over the environment, the environment over
+//! the default. [`dotenv`] parses an `--env-file` (the caller reads it).
 //!
 //! # Adding an option
 //!
@@ -52,6 +73,8 @@
 //! [`Settings`] is the typed view of the options that existed when it was
 //! written (new options need not add a field to it).
 
+pub mod dotenv;
+pub mod env;
 mod error;
 mod help;
 mod options;
@@ -65,7 +88,7 @@ use std::ffi::{OsStr, OsString};
 pub use error::{AppProblem, CliError, USAGE_EXIT_CODE};
 pub use help::help;
 pub use settings::{Lifespan, Listen, LogLevel, Settings};
-pub use value::{Invalid, Value, Values};
+pub use value::{Invalid, Source, Value, Values};
 
 use options::{Arity, Exit, Given};
 
@@ -122,8 +145,23 @@ pub struct Parsed {
 }
 
 /// [`parse_with_prog`], giving the settings by name as the table defines
-/// them, for every option (the `ferroloop` command uses this).
+/// them, for every option; no environment.
 pub fn parse_values<I, S>(prog: &str, args: I) -> Result<Command<Parsed>, CliError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    parse_values_env(prog, args, &env::NoEnv)
+}
+
+/// [`parse_values`], then every setting the flags did not give from its
+/// `FERROLOOP_<NAME>` variable in `env` (the `ferroloop` command uses
+/// this). Conflicts are checked over both.
+pub fn parse_values_env<I, S>(
+    prog: &str,
+    args: I,
+    env: &dyn env::Env,
+) -> Result<Command<Parsed>, CliError>
 where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
@@ -172,7 +210,8 @@ where
     }
 
     let app = app.ok_or(CliError::MissingApp)?;
-    options::check_conflicts(&values)?;
+    env::apply(&mut values, env, env::PREFIX, |_| true)?;
+    options::check_conflicts(&mut values)?;
     Ok(Command::Run(Parsed { app, values }))
 }
 
