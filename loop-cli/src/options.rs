@@ -223,6 +223,10 @@ fn parse_value(setting: &Setting, option: &'static str, v: OsString) -> Result<V
     let text = v.into_string().map_err(|v| CliError::NonUtf8 {
         arg: v.to_string_lossy().into_owned(),
     })?;
+    // One flag, one header (a variable holds one per line).
+    if setting.kind == Kind::Headers && text.contains(['\r', '\n']) {
+        return Err(invalid(text, setting.expected_text()));
+    }
     setting
         .parse_text(&text)
         .map_err(|e| invalid(text, e.expected))

@@ -395,9 +395,7 @@ impl Setting {
 
 mod rows;
 
-pub use rows::{
-    HTTP_IMPLEMENTATIONS, INTERFACES, LIFESPANS, LOG_LEVELS, SETTINGS, WS_IMPLEMENTATIONS,
-};
+pub use rows::{INTERFACES, LIFESPANS, LOG_LEVELS, SETTINGS, WS_IMPLEMENTATIONS};
 
 /// The setting called `name`.
 pub fn find(name: &str) -> Option<&'static Setting> {

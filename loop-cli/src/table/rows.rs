@@ -377,15 +377,11 @@ pub static SETTINGS: &[Setting] = &[
     )),
     Setting::new(
         "http",
-        Kind::Choice {
-            values: HTTP_IMPLEMENTATIONS,
-            ignore_case: false,
-        },
+        Kind::Text(Text::Any),
         Lit::Str("auto"),
-        "HTTP protocol implementation.",
+        "HTTP protocol implementation (uvicorn's auto, h11, httptools, zttp or module:class).",
     )
     .cli("--http")
-    .expected("expected one of: auto, h11, httptools, zttp")
     .status(Status::Ignored(
         "ferroloop's HTTP/1.1 implementation is built in (Rust)",
     )),
@@ -572,8 +568,6 @@ pub static SETTINGS: &[Setting] = &[
     .status(Status::Unsupported(RELOAD_LATER)),
 ];
 
-/// The `--http` values (uvicorn's).
-pub const HTTP_IMPLEMENTATIONS: &[&str] = &["auto", "h11", "httptools", "zttp"];
 /// The `--ws` values (uvicorn's).
 pub const WS_IMPLEMENTATIONS: &[&str] =
     &["auto", "none", "websockets", "websockets-sansio", "wsproto"];
