@@ -59,10 +59,31 @@
 //! (`--workers 1`, `--ws auto`) asks for nothing ferroloop does not do and
 //! passes. `--help` marks each with `[ignored]` or `[not supported yet]`.
 //!
+//! Decisions, per option:
+//!
+//! * `--workers 1` passes (it is what ferroloop does); `WEB_CONCURRENCY`,
+//!   uvicorn's default for `--workers`, is read the same way, so a platform
+//!   that sets it above 1 gets the "not supported yet" error naming it.
+//! * `--ws auto` and `--ws none` pass: no WebSocket is served, as with
+//!   uvicorn when no WebSocket library is installed.
+//! * `--h11-max-incomplete-event-size` sets `--max-header-size` (h11 bounds
+//!   the request head with it); `--max-header-size` wins when both are
+//!   given.
+//! * `--timeout-worker-healthcheck` is ignored with a warning: one process
+//!   has no workers to check. `--limit-max-requests-jitter` is implemented
+//!   (a random 0..=N more requests).
+//! * `--server-header/--no-server-header` are uvicorn's pair; another
+//!   `Server` value is `--header server:VALUE` (which replaces the default,
+//!   as in uvicorn) or `FERROLOOP_SERVER_HEADER=VALUE`.
+//! * `--env-file` is loaded before the app is imported, without overriding
+//!   variables already set; unlike uvicorn (whose `UVICORN_*` variables are
+//!   read before the file), `FERROLOOP_*` variables in it set options,
+//!   below the flags. The file's own `FERROLOOP_ENV_FILE` is not followed.
+//!
 //! # The environment
 //!
 //! [`parse_values_env`] also reads every setting from `FERROLOOP_<NAME>`
-//! (see [`env`]): a flag wins over the environment, the environment over
+//! (see [`mod@env`]): a flag wins over the environment, the environment over
 //! the default. [`dotenv`] parses an `--env-file` (the caller reads it).
 //!
 //! # Adding an option

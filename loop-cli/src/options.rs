@@ -236,15 +236,27 @@ fn parse_value(setting: &Setting, option: &'static str, v: OsString) -> Result<V
 /// are in; an alias hands its value to its setting here.
 pub(crate) fn check_conflicts(values: &mut Values) -> Result<(), CliError> {
     resolve_aliases(values);
-    let given = |name| values.given(name).is_some_and(|v| *v != Value::None);
-    if given("uds") && given("fd") {
+    let given = |values: &Values, name| values.given(name).is_some_and(|v| *v != Value::None);
+    if given(values, "uds") && given(values, "fd") {
         let label = |name| values.source(name).map(Source::label).unwrap_or_default();
         return Err(CliError::Conflict {
             first: label("uds"),
             second: label("fd"),
         });
     }
-    if given("limit_max_requests_jitter") && !given("limit_max_requests") {
+    let listener = ["uds", "fd"].into_iter().find(|name| given(values, name));
+    if let Some(listener) = listener.and_then(|name| values.source(name).cloned()) {
+        for tcp in ["host", "port"] {
+            if let Some(source) = values.source(tcp).cloned() {
+                values.warn(format!(
+                    "{} is ignored: {} wins",
+                    source.label(),
+                    listener.label()
+                ));
+            }
+        }
+    }
+    if given(values, "limit_max_requests_jitter") && !given(values, "limit_max_requests") {
         values.warn(
             "--limit-max-requests-jitter has no effect without --limit-max-requests".to_owned(),
         );

@@ -261,6 +261,22 @@ fn conflicts_name_flags_and_variables() {
 }
 
 #[test]
+fn a_socket_wins_over_host_and_port_and_says_so() {
+    let p = parse_env(
+        &["--uds", "/tmp/s", "--port", "1"],
+        &[("FERROLOOP_HOST", "::")],
+    )
+    .unwrap();
+    assert_eq!(
+        p.values.warnings(),
+        [
+            "FERROLOOP_HOST is ignored: --uds wins",
+            "--port is ignored: --uds wins"
+        ]
+    );
+}
+
+#[test]
 fn forwarded_allow_ips_reads_uvicorns_variable() {
     let p = parse_env(&[], &[("FORWARDED_ALLOW_IPS", "10.0.0.0/8")]).unwrap();
     assert_eq!(
