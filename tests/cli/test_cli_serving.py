@@ -143,3 +143,31 @@ def test_uvicorn_command_line_unchanged(ferroloop_cmd, tmp_path):
     assert json.loads(response.text)["greeting"] == "unset"
     output = child.output()
     assert "Warning: --loop is ignored" in output and "Warning: --http is ignored" in output
+
+
+FASTAPI_APP = '''
+from fastapi import FastAPI
+
+def create():
+    app = FastAPI()
+
+    @app.get("/items/{n}")
+    async def item(n: int):
+        return {"n": n}
+
+    return app
+'''
+
+
+def test_fastapi_app_with_a_uvicorn_command_line(ferroloop_cmd, tmp_path):
+    (tmp_path / "fastmain.py").write_text(FASTAPI_APP)
+    port = free_port()
+    child = ferroloop_cmd(
+        "fastmain:create", "--factory", "--port", str(port), "--host", "127.0.0.1", "--proxy-headers",
+        "--timeout-keep-alive", "5", "--header", "x-served-by:ferroloop", "--interface", "auto", cwd=tmp_path,
+    )
+    child.wait_port(port)
+    response = get(port, "/items/3")
+    assert response.json() == {"n": 3} and response.headers["x-served-by"] == "ferroloop"
+    assert get(port, "/items/x").status_code == 422
+    assert child.stop() == 0
