@@ -45,19 +45,33 @@ pub enum CliError {
     #[error("unexpected argument '{arg}'")]
     UnexpectedArgument { arg: String },
 
-    /// Two options that exclude each other were both given.
+    /// Two options that exclude each other were both given (by flag or
+    /// environment variable, as named).
     #[error("'{first}' and '{second}' cannot be used together")]
-    Conflict {
-        first: &'static str,
-        second: &'static str,
+    Conflict { first: String, second: String },
+
+    /// An option (or one of its values) ferroloop knows, uvicorn has it,
+    /// but does not implement yet. `what` names it: `option '--workers'`,
+    /// `WEB_CONCURRENCY (--workers)`, `option '--interface' with 'wsgi'`.
+    #[error("{what} is not supported yet: {reason}")]
+    Unsupported { what: String, reason: &'static str },
+
+    /// An environment variable's value that does not validate.
+    #[error("invalid value '{value}' for environment variable {var} ({option}): {expected}")]
+    InvalidEnv {
+        var: String,
+        option: String,
+        value: String,
+        expected: &'static str,
     },
 
-    /// An option ferroloop knows (uvicorn has it) but does not implement
-    /// yet.
-    #[error("option '{option}' is not supported yet: {reason}")]
-    Unsupported {
+    /// A value that parses but cannot be used: a missing `--app-dir`, an
+    /// `--env-file` that cannot be read (checked by the caller, which does
+    /// the I/O).
+    #[error("invalid value for '{option}': {problem}")]
+    Unusable {
         option: &'static str,
-        reason: &'static str,
+        problem: String,
     },
 
     /// An argument that is not valid UTF-8 where text is required (only a

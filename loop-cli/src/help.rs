@@ -36,7 +36,13 @@ pub fn help(prog: &str) -> String {
     out.push('\n');
     for line in wrap(
         "Options may come before or after APP; '--' ends the options. When \
-         an option is repeated the last one wins.",
+         an option is repeated the last one wins (a repeated --header adds \
+         one). Every option can also be set by the environment variable \
+         FERROLOOP_ and its name in upper case with '_' for '-' \
+         (FERROLOOP_PORT=9000; empty or 'none' unsets an optional one); a \
+         flag wins over the environment. Options marked [ignored] are \
+         accepted for uvicorn's sake and do nothing; those marked [not \
+         supported yet] are refused unless given their default.",
         WIDTH - INDENT,
     ) {
         let _ = writeln!(out, "{:INDENT$}{line}", "");
@@ -102,6 +108,17 @@ fn right(spec: &OptSpec) -> Vec<(&'static str, String)> {
         .split_whitespace()
         .map(|w| (" ", w.to_owned()))
         .collect();
+    if let Some(note) = &spec.note {
+        // "[not supported yet:" stays whole; a value list may wrap.
+        let (head, tail) = note.split_once(": ").unwrap_or((note, ""));
+        let head = if tail.is_empty() {
+            head.to_owned()
+        } else {
+            format!("{head}:")
+        };
+        units.push((" ", head));
+        units.extend(tail.split_whitespace().map(|w| (" ", w.to_owned())));
+    }
     if let Some(d) = &spec.default {
         units.push(("  ", format!("[default: {d}]")));
     }

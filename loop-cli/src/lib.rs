@@ -40,9 +40,51 @@
 //!   including errors (click's eager options): `--prot 1 --help` shows help.
 //! * `--host`/`--port` together with `--uds` or `--fd` are accepted and
 //!   ignored, as uvicorn does ([`Settings::listen`]); `--uds` with `--fd`
-//!   is an error.
+//!   is an error. `--max-header-size` wins over uvicorn's
+//!   `--h11-max-incomplete-event-size` (a warning says so).
+//! * A repeated `--header` adds a header.
 //! * Arguments must be UTF-8, except a `--uds` path on Unix, which may be any
 //!   bytes (as `OsString`s built from `os.fsencode` carry them).
+//!
+//! # uvicorn's options
+//!
+//! Every option of `uvicorn --help` (0.54) is a row: implemented with
+//! uvicorn's meaning, accepted as a no-op with a one-line warning
+//! ([`table::Status::Ignored`]: `--loop`, `--http`,
+//! `--timeout-worker-healthcheck`), or refused as a usage error "not
+//! supported yet: …" naming what to do instead
+//! ([`table::Status::Unsupported`]: `--workers`, `--reload*`, `--ssl-*`,
+//! `--ws-*`, `--http2`; and single values: `--interface wsgi`, `--ws
+//! websockets`). An unsupported option given its default value
+//! (`--workers 1`, `--ws auto`) asks for nothing ferroloop does not do and
+//! passes. `--help` marks each with `[ignored]` or `[not supported yet]`.
+//!
+//! Decisions, per option:
+//!
+//! * `--workers 1` passes (it is what ferroloop does); `WEB_CONCURRENCY`,
+//!   uvicorn's default for `--workers`, is read the same way, so a platform
+//!   that sets it above 1 gets the "not supported yet" error naming it.
+//! * `--ws auto` and `--ws none` pass: no WebSocket is served, as with
+//!   uvicorn when no WebSocket library is installed.
+//! * `--h11-max-incomplete-event-size` sets `--max-header-size` (h11 bounds
+//!   the request head with it); `--max-header-size` wins when both are
+//!   given.
+//! * `--timeout-worker-healthcheck` is ignored with a warning: one process
+//!   has no workers to check. `--limit-max-requests-jitter` is implemented
+//!   (a random 0..=N more requests).
+//! * `--server-header/--no-server-header` are uvicorn's pair; another
+//!   `Server` value is `--header server:VALUE` (which replaces the default,
+//!   as in uvicorn) or `FERROLOOP_SERVER_HEADER=VALUE`.
+//! * `--env-file` is loaded before the app is imported, without overriding
+//!   variables already set; unlike uvicorn (whose `UVICORN_*` variables are
+//!   read before the file), `FERROLOOP_*` variables in it set options,
+//!   below the flags. The file's own `FERROLOOP_ENV_FILE` is not followed.
+//!
+//! # The environment
+//!
+//! [`parse_values_env`] also reads every setting from `FERROLOOP_<NAME>`
+//! (see [`mod@env`]): a flag wins over the environment, the environment over
+//! the default. [`dotenv`] parses an `--env-file` (the caller reads it).
 //!
 //! # Adding an option
 //!
@@ -53,6 +95,8 @@
 //! written (new options need not add a field to it).
 
 pub mod access_format;
+pub mod dotenv;
+pub mod env;
 mod error;
 mod help;
 mod options;
@@ -66,7 +110,7 @@ use std::ffi::{OsStr, OsString};
 pub use error::{AppProblem, CliError, USAGE_EXIT_CODE};
 pub use help::help;
 pub use settings::{Lifespan, Listen, LogLevel, Settings};
-pub use value::{Invalid, Value, Values};
+pub use value::{Invalid, Source, Value, Values};
 
 use options::{Arity, Exit, Given};
 
@@ -123,8 +167,23 @@ pub struct Parsed {
 }
 
 /// [`parse_with_prog`], giving the settings by name as the table defines
-/// them, for every option (the `ferroloop` command uses this).
+/// them, for every option; no environment.
 pub fn parse_values<I, S>(prog: &str, args: I) -> Result<Command<Parsed>, CliError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    parse_values_env(prog, args, &env::NoEnv)
+}
+
+/// [`parse_values`], then every setting the flags did not give from its
+/// `FERROLOOP_<NAME>` variable in `env` (the `ferroloop` command uses
+/// this). Conflicts are checked over both.
+pub fn parse_values_env<I, S>(
+    prog: &str,
+    args: I,
+    env: &dyn env::Env,
+) -> Result<Command<Parsed>, CliError>
 where
     I: IntoIterator<Item = S>,
     S: Into<OsString>,
@@ -173,7 +232,8 @@ where
     }
 
     let app = app.ok_or(CliError::MissingApp)?;
-    options::check_conflicts(&values)?;
+    env::apply(&mut values, env, env::PREFIX, |_| true)?;
+    options::check_conflicts(&mut values)?;
     Ok(Command::Run(Parsed { app, values }))
 }
 

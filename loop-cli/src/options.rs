@@ -12,8 +12,8 @@ use std::ffi::OsString;
 use std::sync::LazyLock;
 
 use crate::error::CliError;
-use crate::table::{Kind, Setting, Status, SETTINGS};
-use crate::value::{Value, Values};
+use crate::table::{find, Kind, Setting, Status, SETTINGS};
+use crate::value::{Source, Value, Values};
 
 /// What an option stands for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,6 +45,8 @@ pub(crate) struct OptSpec {
     pub short: Option<&'static str>,
     pub arity: Arity,
     pub help: &'static str,
+    /// The row's status note (`[not supported yet]`), shown whole.
+    pub note: Option<String>,
     /// Shown by `--help` as `[default: ...]`.
     pub default: Option<String>,
 }
@@ -85,9 +87,9 @@ pub(crate) enum Exit {
 pub(crate) static OPTIONS: LazyLock<Vec<OptSpec>> = LazyLock::new(|| {
     let settings = SETTINGS.iter().filter(|s| s.in_cli()).filter_map(|s| {
         let flag = s.flag?;
-        let arity = match (s.kind, flag.off) {
-            (Kind::Bool, Some(off)) => Arity::Switch { off },
-            (Kind::Bool, None) => Arity::Flag,
+        let arity = match (s.kind, flag.off, flag.metavar) {
+            (Kind::Bool | Kind::BoolOrText, Some(off), _) => Arity::Switch { off },
+            (Kind::Bool, None, None) => Arity::Flag,
             _ => Arity::Value {
                 metavar: s.metavar_text(),
             },
@@ -98,6 +100,7 @@ pub(crate) static OPTIONS: LazyLock<Vec<OptSpec>> = LazyLock::new(|| {
             short: None,
             arity,
             help: s.help,
+            note: s.status_note(),
             default: s.default_text(),
         })
     });
@@ -108,6 +111,7 @@ pub(crate) static OPTIONS: LazyLock<Vec<OptSpec>> = LazyLock::new(|| {
             short: None,
             arity: Arity::Flag,
             help: "Display the ferroloop version and exit.",
+            note: None,
             default: None,
         },
         OptSpec {
@@ -116,6 +120,7 @@ pub(crate) static OPTIONS: LazyLock<Vec<OptSpec>> = LazyLock::new(|| {
             short: Some("-h"),
             arity: Arity::Flag,
             help: "Show this message and exit.",
+            note: None,
             default: None,
         },
     ];
@@ -142,7 +147,8 @@ pub(crate) struct Given {
     pub on: bool,
 }
 
-/// Applies one option. Repeated options simply apply again: the last wins.
+/// Applies one option. Repeated options simply apply again: the last wins
+/// (a repeated `--header` adds one).
 pub(crate) fn apply(
     values: &mut Values,
     target: Target,
@@ -154,19 +160,52 @@ pub(crate) fn apply(
         Target::Setting(s) => s,
     };
     let option = given.option;
-    if let Status::Unsupported(reason) = setting.status {
-        return Err(CliError::Unsupported { option, reason });
-    }
     let value = match (setting.kind, given.value) {
-        (Kind::Bool, None) => Value::Bool(given.on),
+        (Kind::Bool | Kind::BoolOrText, None) => Value::Bool(given.on),
         (_, None) => return Err(CliError::MissingValue { option }),
         (_, Some(v)) => parse_value(setting, option, v)?,
     };
-    match setting.status {
-        Status::Ignored(warning) => values.warn(format!("{option} is ignored: {warning}")),
-        Status::Supported | Status::Unsupported(_) => values.set(setting, value),
-    }
+    admit(values, setting, value, Source::Flag(option))?;
     Ok(None)
+}
+
+/// Records a parsed value after its row's status: a value not supported
+/// yet is an error (an unsupported setting given its default asks for
+/// nothing ferroloop does not do, and passes); an ignored setting only
+/// warns, when given something else than its default.
+pub(crate) fn admit(
+    values: &mut Values,
+    setting: &'static Setting,
+    value: Value,
+    source: Source,
+) -> Result<(), CliError> {
+    let what = match &source {
+        Source::Flag(flag) => format!("option '{flag}'"),
+        Source::Env(var) => format!("{var} (--{})", setting.name.replace('_', "-")),
+    };
+    if let (Some((refused, reason)), Value::Str(v)) = (setting.refuse, &value) {
+        if refused.contains(&v.as_str()) {
+            return Err(CliError::Unsupported {
+                what: format!("{what} with '{v}'"),
+                reason,
+            });
+        }
+    }
+    let is_default = value == setting.default_value();
+    match setting.status {
+        Status::Unsupported(reason) if !is_default => Err(CliError::Unsupported { what, reason }),
+        Status::Unsupported(_) => Ok(()),
+        Status::Ignored(warning) => {
+            if !is_default {
+                values.warn(format!("{} is ignored: {warning}", source.label()));
+            }
+            Ok(())
+        }
+        Status::Supported => {
+            values.set_from(setting, value, source);
+            Ok(())
+        }
+    }
 }
 
 /// A value must be UTF-8 unless the setting is a path.
@@ -184,21 +223,76 @@ fn parse_value(setting: &Setting, option: &'static str, v: OsString) -> Result<V
     let text = v.into_string().map_err(|v| CliError::NonUtf8 {
         arg: v.to_string_lossy().into_owned(),
     })?;
+    // One flag, one header (a variable holds one per line).
+    if setting.kind == Kind::Headers && text.contains(['\r', '\n']) {
+        return Err(invalid(text, setting.expected_text()));
+    }
     setting
         .parse_text(&text)
         .map_err(|e| invalid(text, e.expected))
 }
 
-/// Rules across options, checked once all options are in.
-pub(crate) fn check_conflicts(values: &Values) -> Result<(), CliError> {
-    let given = |name| values.given(name).is_some_and(|v| *v != Value::None);
-    if given("uds") && given("fd") {
+/// Rules across options, checked once all options (and the environment)
+/// are in; an alias hands its value to its setting here.
+pub(crate) fn check_conflicts(values: &mut Values) -> Result<(), CliError> {
+    resolve_aliases(values);
+    let given = |values: &Values, name| values.given(name).is_some_and(|v| *v != Value::None);
+    if given(values, "uds") && given(values, "fd") {
+        let label = |name| values.source(name).map(Source::label).unwrap_or_default();
         return Err(CliError::Conflict {
-            first: "--uds",
-            second: "--fd",
+            first: label("uds"),
+            second: label("fd"),
         });
     }
+    let listener = ["uds", "fd"].into_iter().find(|name| given(values, name));
+    if let Some(listener) = listener.and_then(|name| values.source(name).cloned()) {
+        for tcp in ["host", "port"] {
+            if let Some(source) = values.source(tcp).cloned() {
+                values.warn(format!(
+                    "{} is ignored: {} wins",
+                    source.label(),
+                    listener.label()
+                ));
+            }
+        }
+    }
+    if given(values, "limit_max_requests_jitter") && !given(values, "limit_max_requests") {
+        values.warn(
+            "--limit-max-requests-jitter has no effect without --limit-max-requests".to_owned(),
+        );
+    }
     Ok(())
+}
+
+/// `--h11-max-incomplete-event-size` sets `max_header_size`, unless that
+/// was given at the same level or above (its flag; or its variable when the
+/// alias came from the environment too).
+fn resolve_aliases(values: &mut Values) {
+    for alias in SETTINGS {
+        let Some(target) = alias.alias_of.and_then(find) else {
+            continue;
+        };
+        let Some((value, source)) = values.take(alias.name) else {
+            continue;
+        };
+        let wins = match (values.source(target.name), &source) {
+            (None, _) => true,
+            (Some(Source::Env(_)), Source::Flag(_)) => true,
+            (Some(_), _) => false,
+        };
+        if wins {
+            values.set_from(target, value, source);
+        } else {
+            values.warn(format!(
+                "{} is ignored: {} wins",
+                source.label(),
+                values
+                    .source(target.name)
+                    .map(Source::label)
+                    .unwrap_or_default()
+            ));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -232,26 +326,30 @@ mod tests {
     }
 
     #[test]
-    fn the_current_options_in_order() {
+    fn every_flag_is_an_option_in_table_order() {
         let longs: Vec<&str> = OPTIONS.iter().map(|s| s.long).collect();
-        assert_eq!(
-            longs,
-            [
-                "--host",
-                "--port",
-                "--uds",
-                "--fd",
-                "--root-path",
-                "--lifespan",
-                "--access-log",
-                "--access-log-format",
-                "--log-config",
-                "--use-colors",
-                "--log-level",
-                "--version",
-                "--help"
-            ]
-        );
+        let flags: Vec<&str> = SETTINGS
+            .iter()
+            .filter(|s| s.in_cli())
+            .filter_map(|s| s.flag.map(|f| f.long))
+            .chain(["--version", "--help"])
+            .collect();
+        assert_eq!(longs, flags);
+        assert_eq!(longs[..4], ["--host", "--port", "--uds", "--fd"]);
+    }
+
+    #[test]
+    fn help_shows_what_is_not_implemented() {
+        let help = |long| {
+            OPTIONS
+                .iter()
+                .find(|s| s.long == long)
+                .map(|s| format!("{} {}", s.help, s.note.clone().unwrap_or_default()))
+        };
+        assert!(help("--workers").is_some_and(|h| h.ends_with("[not supported yet]")));
+        assert!(help("--loop").is_some_and(|h| h.ends_with("[ignored]")));
+        assert!(help("--interface").is_some_and(|h| h.ends_with("[not supported yet: wsgi]")));
+        assert!(help("--port").is_some_and(|h| !h.contains("[not") && !h.contains("[ignored")));
     }
 
     static WORKERS: Setting = Setting::new(

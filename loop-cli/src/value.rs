@@ -1,5 +1,5 @@
-//! Setting values: parsing a setting from text (a command-line value, and
-//! later an environment variable) and the values a command line gave.
+//! Setting values: parsing a setting from text (a command-line value or an
+//! environment variable) and the values a command line gave.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -17,6 +17,8 @@ pub enum Value {
     Str(String),
     /// A path; on Unix it may be non-UTF-8.
     Path(PathBuf),
+    /// Header fields, `(name, value)`, in order.
+    Headers(Vec<(String, String)>),
 }
 
 impl From<Lit> for Value {
@@ -83,6 +85,7 @@ impl Setting {
                 None => Value::Str(text.to_owned()),
             }),
             Kind::Object => None,
+            Kind::Headers => parse_headers(text).map(Value::Headers),
         }
         .ok_or(invalid)
     }
@@ -133,6 +136,19 @@ fn parse_number(text: &str) -> Option<f64> {
         .filter(|f| f.is_finite())
 }
 
+/// `NAME:VALUE` lines (blank lines skipped), each split at its first `:`
+/// and validated as a response header (`loop_http::DefaultHeaders`).
+fn parse_headers(text: &str) -> Option<Vec<(String, String)>> {
+    let mut fields = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, value) = line.split_once(':')?;
+        let (name, value) = (name.trim(), value.trim());
+        loop_http::DefaultHeaders::new([(name.as_bytes(), value.as_bytes())]).ok()?;
+        fields.push((name.to_owned(), value.to_owned()));
+    }
+    Some(fields)
+}
+
 fn parse_bool(text: &str) -> Option<bool> {
     const TRUE: [&str; 4] = ["true", "yes", "on", "1"];
     const FALSE: [&str; 4] = ["false", "no", "off", "0"];
@@ -154,26 +170,78 @@ fn check_text(rule: Text, v: &str) -> bool {
     }
 }
 
-/// The settings a command line gave, each once (the last occurrence wins),
-/// and the warnings for options accepted but ignored.
+/// Where a value came from: flags win over the environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag, as spelled.
+    Flag(&'static str),
+    /// An environment variable, by name.
+    Env(String),
+}
+
+impl Source {
+    /// For messages: `--port` or `FERROLOOP_PORT`.
+    pub fn label(&self) -> String {
+        match self {
+            Source::Flag(flag) => (*flag).to_owned(),
+            Source::Env(var) => var.clone(),
+        }
+    }
+}
+
+/// The settings a command line (and the environment) gave, each once (the
+/// last flag wins; repeated `--header`s add up), and the warnings for
+/// options accepted but ignored.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Values {
-    given: Vec<(&'static str, Value)>,
+    given: Vec<(&'static str, Value, Source)>,
     warnings: Vec<String>,
 }
 
 impl Values {
-    /// Records `value` for `setting`, replacing an earlier one.
+    /// Records `value` for `setting` from a flag, replacing an earlier one.
     pub fn set(&mut self, setting: &'static Setting, value: Value) {
-        match self.given.iter_mut().find(|(n, _)| *n == setting.name) {
-            Some(slot) => slot.1 = value,
-            None => self.given.push((setting.name, value)),
+        self.set_from(setting, value, Source::Flag(""));
+    }
+
+    /// Records `value` for `setting`, replacing an earlier one, except that
+    /// header lists from the same source add up.
+    pub fn set_from(&mut self, setting: &'static Setting, value: Value, source: Source) {
+        match self.given.iter_mut().find(|(n, _, _)| *n == setting.name) {
+            Some((_, Value::Headers(old), old_source)) if *old_source == source => {
+                if let Value::Headers(more) = value {
+                    old.extend(more);
+                }
+            }
+            Some(slot) => {
+                slot.1 = value;
+                slot.2 = source;
+            }
+            None => self.given.push((setting.name, value, source)),
         }
     }
 
     /// The value given for the setting `name`, if any.
     pub fn given(&self, name: &str) -> Option<&Value> {
-        self.given.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+        self.given
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, v, _)| v)
+    }
+
+    /// Where the value given for `name` came from.
+    pub fn source(&self, name: &str) -> Option<&Source> {
+        self.given
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, _, s)| s)
+    }
+
+    /// Removes and returns the value given for `name`.
+    pub(crate) fn take(&mut self, name: &str) -> Option<(Value, Source)> {
+        let i = self.given.iter().position(|(n, _, _)| *n == name)?;
+        let (_, value, source) = self.given.remove(i);
+        Some((value, source))
     }
 
     /// The value given for `name`, else its default; `Value::None` for a

@@ -339,8 +339,8 @@ fn uds_and_fd_conflict() {
         assert_eq!(
             err(args),
             CliError::Conflict {
-                first: "--uds",
-                second: "--fd"
+                first: "--uds".into(),
+                second: "--fd".into()
             }
         );
         assert_eq!(msg(args), "'--uds' and '--fd' cannot be used together");
@@ -379,8 +379,12 @@ fn unknown_option_with_suggestion() {
 #[test]
 fn unknown_option_without_suggestion() {
     assert_eq!(
-        msg(&["a:b", "--workers", "4"]),
-        "unknown option '--workers'"
+        msg(&["a:b", "--worker", "4"]),
+        "unknown option '--worker' (did you mean '--workers'?)"
+    );
+    assert_eq!(
+        msg(&["a:b", "--frobnicate"]),
+        "unknown option '--frobnicate'"
     );
     assert_eq!(msg(&["a:b", "-x"]), "unknown option '-x'");
 }

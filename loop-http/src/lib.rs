@@ -59,7 +59,7 @@
 //!                 let req = info.take().expect("a head came first");
 //!                 let headers = [(&b"content-type"[..], &b"text/plain"[..])];
 //!                 let mut enc =
-//!                     ResponseEncoder::start(&mut out, req, 200, headers, false, None, None)
+//!                     ResponseEncoder::start(&mut out, req, 200, headers, false, None, None, &Default::default())
 //!                         .expect("valid response");
 //!                 enc.body(&mut out, &body).unwrap();
 //!                 enc.finish(&mut out, []).unwrap();
@@ -108,5 +108,7 @@ pub use error::{ParseError, ResponseError};
 pub use head::{BodyFraming, RequestHead, Version};
 pub use limits::{Limits, MAX_LEADING_EMPTY_LINES};
 pub use parser::{Event, RequestParser};
-pub use response::{error_response, RequestInfo, ResponseEncoder, CONTINUE_RESPONSE};
+pub use response::{
+    error_response, DefaultHeaders, RequestInfo, ResponseEncoder, CONTINUE_RESPONSE,
+};
 pub use status::reason_phrase;

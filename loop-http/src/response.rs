@@ -13,6 +13,38 @@ use crate::syntax::{
 /// holds back with `Expect: 100-continue` (RFC 9110 §10.1.1).
 pub const CONTINUE_RESPONSE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// Header fields the server adds to every response it writes, its own error
+/// responses included (uvicorn's `--header NAME:VALUE`): validated like an
+/// application's headers and encoded once, names in lower case.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DefaultHeaders {
+    block: Vec<u8>,
+}
+
+impl DefaultHeaders {
+    /// The fields, in order; a value's surrounding whitespace is dropped.
+    /// An error names the first field that is not a token name with a
+    /// field value (no CR, LF or other control byte but HTAB).
+    pub fn new<'h>(
+        fields: impl IntoIterator<Item = (&'h [u8], &'h [u8])>,
+    ) -> Result<Self, ResponseError> {
+        let mut block = Vec::new();
+        for (name, value) in fields {
+            write_field(&mut block, &name.to_ascii_lowercase(), trim_ows(value))?;
+        }
+        Ok(DefaultHeaders { block })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.block.is_empty()
+    }
+
+    /// The encoded `name: value\r\n` lines.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.block
+    }
+}
+
 /// What the encoder needs to know about the request it answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestInfo {
@@ -90,11 +122,12 @@ impl ResponseEncoder {
     /// HTTP/1.1.
     ///
     /// `date` and `server` are added (lower-case names) unless `None` or the
-    /// app sent that header itself.
+    /// app sent that header itself; then `defaults`, always.
     ///
     /// Validation against response splitting: names must be tokens, values
     /// (also `date`/`server`) must not hold CR, LF, NUL or any control byte
     /// other than HTAB; status must be 101 or 200..=999.
+    #[allow(clippy::too_many_arguments)]
     pub fn start<'h>(
         out: &mut Vec<u8>,
         req: RequestInfo,
@@ -103,9 +136,10 @@ impl ResponseEncoder {
         trailers: bool,
         date: Option<&[u8]>,
         server: Option<&[u8]>,
+        defaults: &DefaultHeaders,
     ) -> Result<ResponseEncoder, ResponseError> {
         let mark = out.len();
-        let result = write_head(out, req, status, headers, trailers, date, server);
+        let result = write_head(out, req, status, headers, trailers, date, server, defaults);
         if result.is_err() {
             out.truncate(mark);
         }
@@ -201,6 +235,7 @@ impl ResponseEncoder {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_head<'h>(
     out: &mut Vec<u8>,
     req: RequestInfo,
@@ -209,6 +244,7 @@ fn write_head<'h>(
     trailers: bool,
     date: Option<&[u8]>,
     server: Option<&[u8]>,
+    defaults: &DefaultHeaders,
 ) -> Result<ResponseEncoder, ResponseError> {
     // 100/102/103 are interim responses (CONTINUE_RESPONSE); a final
     // response needs a three-digit code (RFC 9110 §15).
@@ -295,6 +331,7 @@ fn write_head<'h>(
     if let Some(server) = server.filter(|_| !app.server) {
         write_field(out, b"server", server)?;
     }
+    out.extend_from_slice(&defaults.block);
     out.extend_from_slice(b"\r\n");
     Ok(ResponseEncoder {
         framing,
@@ -348,8 +385,14 @@ fn write_content_length(out: &mut Vec<u8>, n: u64) {
 /// phrase as body, content-length and `connection: close` (a parse error
 /// leaves the connection unusable). Meant for 4xx/5xx; a status outside
 /// 100..=999 is written as 500. `date`/`server` values that are not valid
-/// field values are left out.
-pub fn error_response(out: &mut Vec<u8>, status: u16, date: Option<&[u8]>, server: Option<&[u8]>) {
+/// field values are left out; `defaults` follow them.
+pub fn error_response(
+    out: &mut Vec<u8>,
+    status: u16,
+    date: Option<&[u8]>,
+    server: Option<&[u8]>,
+    defaults: &DefaultHeaders,
+) {
     let status = if (100..=999).contains(&status) {
         status
     } else {
@@ -369,6 +412,7 @@ pub fn error_response(out: &mut Vec<u8>, status: u16, date: Option<&[u8]>, serve
             let _ = write_field(out, name, value);
         }
     }
+    out.extend_from_slice(&defaults.block);
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body.as_bytes());
 }

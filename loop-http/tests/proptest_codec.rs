@@ -382,7 +382,7 @@ proptest! {
             headers.push((b"content-length", length.as_bytes()));
         }
         let mut out = Vec::new();
-        let mut enc = ResponseEncoder::start(&mut out, req, r.status, headers, r.trailers.is_some(), Some(b"Sun, 06 Nov 1994 08:49:37 GMT"), Some(b"ferroloop")).unwrap();
+        let mut enc = ResponseEncoder::start(&mut out, req, r.status, headers, r.trailers.is_some(), Some(b"Sun, 06 Nov 1994 08:49:37 GMT"), Some(b"ferroloop"), &Default::default()).unwrap();
         for piece in &r.pieces {
             enc.body(&mut out, piece).unwrap();
         }

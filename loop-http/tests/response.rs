@@ -4,8 +4,8 @@
 mod support;
 
 use loop_http::{
-    error_response, reason_phrase, RequestInfo, ResponseEncoder, ResponseError, Version,
-    CONTINUE_RESPONSE,
+    error_response, reason_phrase, DefaultHeaders, RequestInfo, ResponseEncoder, ResponseError,
+    Version, CONTINUE_RESPONSE,
 };
 use support::{parse_response, Response};
 
@@ -59,6 +59,7 @@ fn encode(
         trailers,
         Some(b"Sun, 06 Nov 1994 08:49:37 GMT"),
         Some(b"ferroloop"),
+        &DefaultHeaders::default(),
     )
     .expect("valid response");
     for piece in body {
@@ -91,6 +92,7 @@ fn start_err(req: RequestInfo, status: u16, headers: Headers) -> ResponseError {
         false,
         Some(b"d"),
         Some(b"s"),
+        &DefaultHeaders::default(),
     )
     .unwrap_err();
     assert_eq!(out, b"previous", "nothing written on error");
@@ -132,6 +134,7 @@ fn content_length_is_enforced() {
         false,
         None,
         None,
+        &DefaultHeaders::default(),
     )
     .unwrap();
     assert_eq!(enc.remaining(), Some(3));
@@ -442,8 +445,17 @@ fn date_and_server() {
     assert_eq!((r.count("date"), r.header("date")), (1, Some("app date")));
     assert_eq!((r.count("server"), r.header("server")), (1, Some("app")));
     let mut out = Vec::new();
-    let mut enc =
-        ResponseEncoder::start(&mut out, V11, 200, pairs(&[]), false, None, None).unwrap();
+    let mut enc = ResponseEncoder::start(
+        &mut out,
+        V11,
+        200,
+        pairs(&[]),
+        false,
+        None,
+        None,
+        &DefaultHeaders::default(),
+    )
+    .unwrap();
     enc.finish(&mut out, pairs(&[])).unwrap();
     let r = read(&out, V11);
     assert_eq!((r.header("date"), r.header("server")), (None, None));
@@ -456,6 +468,7 @@ fn date_and_server() {
         false,
         None,
         Some(b"evil\r\nx: y"),
+        &DefaultHeaders::default(),
     )
     .unwrap_err();
     assert_eq!((err, out.len()), (ResponseError::InvalidHeaderValue, 0));
@@ -488,7 +501,17 @@ fn response_splitting_is_refused() {
     encode(V11, 200, &[("X", "a\tb \u{e9}")], false, &[], &[]);
     // Trailers are checked too, and a bad one leaves `out` untouched.
     let mut out = Vec::new();
-    let mut enc = ResponseEncoder::start(&mut out, V11, 200, pairs(&[]), true, None, None).unwrap();
+    let mut enc = ResponseEncoder::start(
+        &mut out,
+        V11,
+        200,
+        pairs(&[]),
+        true,
+        None,
+        None,
+        &DefaultHeaders::default(),
+    )
+    .unwrap();
     let len = out.len();
     assert_eq!(
         enc.finish(&mut out, pairs(&[("x", "1"), ("y", "a\r\nb")])),
@@ -526,6 +549,7 @@ fn error_responses() {
         431,
         Some(b"Sun, 06 Nov 1994 08:49:37 GMT"),
         Some(b"ferroloop"),
+        &DefaultHeaders::default(),
     );
     assert_eq!(
         String::from_utf8(out).unwrap(),
@@ -540,7 +564,13 @@ fn error_responses() {
     );
     for status in [400, 413, 414, 501, 505] {
         let mut out = Vec::new();
-        error_response(&mut out, status, None, Some(b"bad\r\nvalue"));
+        error_response(
+            &mut out,
+            status,
+            None,
+            Some(b"bad\r\nvalue"),
+            &DefaultHeaders::default(),
+        );
         let r = read(&out, V11);
         assert_eq!(r.status, status);
         assert_eq!(r.body, reason_phrase(status).as_bytes());
@@ -577,4 +607,40 @@ fn request_info_of_head() {
             keep_alive: true
         }
     );
+}
+
+#[test]
+fn default_headers_go_on_every_response() {
+    let defaults =
+        DefaultHeaders::new(pairs(&[("X-Frame", " deny "), ("via", "1.1 edge")])).unwrap();
+    assert_eq!(defaults.as_bytes(), b"x-frame: deny\r\nvia: 1.1 edge\r\n");
+    let mut out = Vec::new();
+    let mut enc = ResponseEncoder::start(
+        &mut out,
+        V11,
+        200,
+        pairs(&[("content-length", "0"), ("via", "app")]),
+        false,
+        None,
+        Some(b"ferroloop"),
+        &defaults,
+    )
+    .unwrap();
+    enc.finish(&mut out, pairs(&[])).unwrap();
+    let r = read(&out, V11);
+    assert_eq!(r.header("x-frame"), Some("deny"));
+    assert_eq!(r.header("server"), Some("ferroloop"));
+    let mut out = Vec::new();
+    error_response(&mut out, 400, None, None, &defaults);
+    let r = read(&out, V11);
+    assert_eq!((r.status, r.header("x-frame")), (400, Some("deny")));
+    for bad in [
+        ("x", "a\r\nb"),
+        ("bad name", "1"),
+        ("", "1"),
+        ("x", "nul\0"),
+    ] {
+        assert!(DefaultHeaders::new(pairs(&[bad])).is_err(), "{bad:?}");
+    }
+    assert!(DefaultHeaders::default().is_empty());
 }

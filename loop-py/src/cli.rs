@@ -2,22 +2,113 @@
 //! Python entry point as plain values, and loop-cli's settings table as
 //! Python data (`Config` takes its keywords, defaults and bounds from it).
 
+use loop_cli::env::Env;
 use loop_cli::table::{Kind, Lit, Null, Setting, Status, Surface, Text, SETTINGS};
-use loop_cli::Value;
+use loop_cli::{CliError, Command, Parsed, Value};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
 
-/// `parse_cli(prog, args)` → `("run", {"app", "values", "warnings"})`,
-/// `("help", text)`, `("version", text)` or `("error", (report,
-/// exit_code))`. `values` holds the settings the command line gave, by
-/// name (a path as `os.fsdecode` gives it); `warnings` the options accepted
-/// but ignored. `args` are `os.fsencode`d so non-UTF-8 paths survive.
+/// The process environment (as `os.environb` gives it) with an env file's
+/// variables under it: a variable already set wins, as python-dotenv's
+/// default.
+struct Layered<'a> {
+    process: &'a HashMap<Vec<u8>, Vec<u8>>,
+    file: &'a [(String, String)],
+}
+
+impl Env for Layered<'_> {
+    fn var(&self, name: &str) -> Option<OsString> {
+        match self.process.get(name.as_bytes()) {
+            Some(v) => Some(OsString::from_vec(v.clone())),
+            None => self
+                .file
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| OsString::from(v)),
+        }
+    }
+}
+
+/// `(key, value)` pairs of a dotenv file, in order.
+type EnvPairs = Vec<(String, String)>;
+
+/// The `(key, value)` pairs of the dotenv file at `path`.
+fn read_env_file(path: &Path) -> Result<EnvPairs, CliError> {
+    let problem = |problem: String| CliError::Unusable {
+        option: "--env-file",
+        problem,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| problem(format!("cannot read '{}': {e}", path.display())))?;
+    loop_cli::dotenv::parse(&text).map_err(|e| problem(format!("'{}' {e}", path.display())))
+}
+
+/// `--app-dir` must be a directory (empty: the working directory).
+fn check_app_dir(values: &loop_cli::Values) -> Result<(), CliError> {
+    match values.given("app_dir") {
+        Some(Value::Str(dir)) if !dir.is_empty() && !Path::new(dir).is_dir() => {
+            Err(CliError::Unusable {
+                option: "--app-dir",
+                problem: format!("directory '{dir}' does not exist"),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The command line with the environment: flags, then `FERROLOOP_*`
+/// variables, from the process and from the `--env-file` (read once the
+/// flags and the process environment named it; its own `FERROLOOP_ENV_FILE`
+/// is not followed). Also the file's pairs, for the caller to load.
+fn parse_with_env(
+    prog: &str,
+    args: &[OsString],
+    process: &HashMap<Vec<u8>, Vec<u8>>,
+) -> Result<(Command<Parsed>, EnvPairs), CliError> {
+    let env = Layered { process, file: &[] };
+    let command = loop_cli::parse_values_env(prog, args.iter().cloned(), &env)?;
+    if let Command::Run(parsed) = &command {
+        check_app_dir(&parsed.values)?;
+    }
+    let path = match &command {
+        Command::Run(parsed) => match parsed.values.given("env_file") {
+            Some(Value::Path(path)) => path.clone(),
+            _ => return Ok((command, Vec::new())),
+        },
+        _ => return Ok((command, Vec::new())),
+    };
+    let file = read_env_file(&path)?;
+    let env = Layered {
+        process,
+        file: &file,
+    };
+    let command = loop_cli::parse_values_env(prog, args.iter().cloned(), &env)?;
+    Ok((command, file))
+}
+
+/// `parse_cli(prog, args, environ)` → `("run", {"app", "values",
+/// "warnings", "env_file"})`, `("help", text)`, `("version", text)` or
+/// `("error", (report, exit_code))`. `values` holds the settings the
+/// command line and the environment gave, by name (a path as `os.fsdecode`
+/// gives it); `warnings` the options accepted but ignored; `env_file` the
+/// `--env-file`'s `(key, value)` pairs to load. `args` are `os.fsencode`d
+/// (and `environ` is `os.environb`) so non-UTF-8 paths survive.
 #[pyfunction]
-pub fn parse_cli(py: Python<'_>, prog: &str, args: Vec<Vec<u8>>) -> PyResult<(String, Py<PyAny>)> {
-    let args = args.into_iter().map(OsString::from_vec);
-    let out = match loop_cli::parse_values(prog, args) {
+pub fn parse_cli(
+    py: Python<'_>,
+    prog: &str,
+    args: Vec<Vec<u8>>,
+    environ: HashMap<Vec<u8>, Vec<u8>>,
+) -> PyResult<(String, Py<PyAny>)> {
+    let args: Vec<OsString> = args.into_iter().map(OsString::from_vec).collect();
+    let parsed = parse_with_env(prog, &args, &environ);
+    let env_file = parsed.as_ref().map(|(_, f)| f.clone()).unwrap_or_default();
+    let out = match parsed.map(|(command, _)| command) {
         Ok(loop_cli::Command::Help(text)) => (
             "help".to_string(),
             text.into_pyobject(py)?.into_any().unbind(),
@@ -35,6 +126,7 @@ pub fn parse_cli(py: Python<'_>, prog: &str, args: Vec<Vec<u8>>) -> PyResult<(St
             d.set_item("app", &parsed.app)?;
             d.set_item("values", values)?;
             d.set_item("warnings", parsed.values.warnings())?;
+            d.set_item("env_file", env_file)?;
             ("run".to_string(), d.into_any().unbind())
         }
         Err(err) => (
@@ -46,6 +138,33 @@ pub fn parse_cli(py: Python<'_>, prog: &str, args: Vec<Vec<u8>>) -> PyResult<(St
         ),
     };
     Ok(out)
+}
+
+/// `config_from_env(environ, prefix)` → `(values, warnings)`: the `Config`
+/// settings that the variables `prefix` + NAME in `environ` (`os.environ`)
+/// set, parsed as the command line parses them; a bad value raises
+/// `ValueError` naming the variable.
+#[pyfunction]
+pub fn config_from_env<'py>(
+    py: Python<'py>,
+    environ: HashMap<String, String>,
+    prefix: &str,
+) -> PyResult<(Bound<'py, PyDict>, Vec<String>)> {
+    let env = |name: &str| environ.get(name).map(OsString::from);
+    let values = loop_cli::env::config_values(&env, prefix)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let out = PyDict::new(py);
+    for (setting, value) in values.iter() {
+        out.set_item(setting.name, value_to_py(py, value)?)?;
+    }
+    Ok((out, values.warnings().to_vec()))
+}
+
+/// `parse_dotenv(text)` → the `(key, value)` pairs of a dotenv file, as
+/// `--env-file` reads it; a bad line raises `ValueError` naming it.
+#[pyfunction]
+pub fn parse_dotenv(text: &str) -> PyResult<Vec<(String, String)>> {
+    loop_cli::dotenv::parse(text).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// `server_settings()` → one dict per row of loop-cli's settings table, in
@@ -70,7 +189,7 @@ fn setting_to_py<'py>(py: Python<'py>, s: &Setting) -> PyResult<Bound<'py, PyDic
             values,
             ignore_case,
         } => (None, None, false, None, Some(values), ignore_case),
-        Kind::Rate | Kind::Bool | Kind::Path | Kind::BoolOrText | Kind::Object => {
+        Kind::Rate | Kind::Bool | Kind::Path | Kind::BoolOrText | Kind::Object | Kind::Headers => {
             (None, None, false, None, None, false)
         }
     };
@@ -124,6 +243,8 @@ fn setting_to_py<'py>(py: Python<'py>, s: &Setting) -> PyResult<Bound<'py, PyDic
     };
     d.set_item("status", status)?;
     d.set_item("status_reason", reason)?;
+    d.set_item("refuse", s.refuse.map(|(values, _)| values.to_vec()))?;
+    d.set_item("refuse_reason", s.refuse.map(|(_, reason)| reason))?;
     let (keyword_type, attribute_type) = s.py_types();
     d.set_item("py_type", keyword_type)?;
     d.set_item("py_attribute_type", attribute_type)?;
@@ -142,6 +263,7 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::Choice { .. } => "choice",
         Kind::BoolOrText => "bool_or_text",
         Kind::Object => "object",
+        Kind::Headers => "headers",
     }
 }
 
@@ -158,5 +280,6 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
         Value::Str(s) => s.into_pyobject(py)?.into_any(),
         // As `os.fsdecode`: undecodable bytes become surrogates.
         Value::Path(p) => p.as_os_str().into_pyobject(py)?.into_any(),
+        Value::Headers(fields) => fields.clone().into_pyobject(py)?.into_any(),
     })
 }

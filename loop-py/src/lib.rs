@@ -31,6 +31,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     asgi::register(m)?;
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::config_from_env, m)?)?;
+    m.add_function(wrap_pyfunction!(cli::parse_dotenv, m)?)?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
     // Errnos after which accepting pauses (the Python accept path).
     m.add(

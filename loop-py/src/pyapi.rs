@@ -87,6 +87,13 @@ pub fn copy_current_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_CopyCurrent()) }
 }
 
+/// A new, empty `contextvars.Context`.
+pub fn new_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    // SAFETY: PyContext_New returns a new reference or NULL with an
+    // exception set; called with the GIL held.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_New()) }
+}
+
 /// True for an exact `contextvars.Context`.
 pub fn is_context(obj: &Bound<'_, PyAny>) -> bool {
     // SAFETY: a type check on a live object.

@@ -13,7 +13,8 @@
 //!   `loop-py/python/ferroloop/server/_config.pyi` (generated; see
 //!   `tests/generated.rs`);
 //! * the environment variable of each setting, [`Setting::env`]
-//!   (`FERROLOOP_<NAME>`; not read yet).
+//!   (`FERROLOOP_<NAME>`, read by the command line and `Config.from_env`;
+//!   see [`crate::env`]).
 //!
 //! Adding a setting is one row in `rows.rs` (plus, when the native server reads it,
 //! a line in `loop-py/src/asgi/settings.rs`). See the README's "Adding a
@@ -47,6 +48,9 @@ pub enum Kind {
     BoolOrText,
     /// A Python object only `Config` can take (`sock`); it has no text form.
     Object,
+    /// Response header fields, `NAME:VALUE` each. A repeated flag adds one;
+    /// as text (an environment variable), one per line.
+    Headers,
 }
 
 /// How a [`Kind::Text`] value is checked.
@@ -91,11 +95,13 @@ pub enum Lit {
 pub struct Flag {
     /// `--name`.
     pub long: &'static str,
-    /// For a [`Kind::Bool`] setting, the flag that turns it off:
-    /// `--no-name`.
+    /// For a [`Kind::Bool`] (or [`Kind::BoolOrText`]) setting, the flag
+    /// that turns it off: `--no-name`.
     pub off: Option<&'static str>,
     /// The value's name in `--help`; `None`: derived from the kind
-    /// (`INTEGER`, `TEXT`, `PATH`, `FLOAT`, `[a|b]`).
+    /// (`INTEGER`, `TEXT`, `PATH`, `FLOAT`, `[a|b]`). A [`Kind::Bool`] flag
+    /// with a metavar takes a value (`--ws-per-message-deflate BOOLEAN`,
+    /// as uvicorn) instead of being a switch.
     pub metavar: Option<&'static str>,
 }
 
@@ -143,6 +149,17 @@ pub struct Setting {
     /// `loop-py/src/asgi/settings.rs`).
     pub native: bool,
     pub status: Status,
+    /// Values of a supported setting that are not supported yet, and why
+    /// (`--interface wsgi`).
+    pub refuse: Option<(&'static [&'static str], &'static str)>,
+    /// This setting is another spelling of the setting named here (uvicorn's
+    /// `--h11-max-incomplete-event-size` for `max_header_size`): its value
+    /// goes there unless that setting's own flag (or, when this one came from
+    /// the environment, its own variable) was given.
+    pub alias_of: Option<&'static str>,
+    /// A second environment variable read when `FERROLOOP_<NAME>` is not
+    /// set (uvicorn's `FORWARDED_ALLOW_IPS`, `WEB_CONCURRENCY`).
+    pub env_alias: Option<&'static str>,
     /// The Python annotations in the `Config` stub, of the keyword and of
     /// the attribute (which holds the checked value); `None`: derived from
     /// the kind ([`Setting::py_types`]).
@@ -163,6 +180,9 @@ impl Setting {
             surface: Surface::Config,
             native: false,
             status: Status::Supported,
+            refuse: None,
+            alias_of: None,
+            env_alias: None,
             py_type: None,
         }
     }
@@ -221,6 +241,21 @@ impl Setting {
         self
     }
 
+    pub const fn refuse(mut self, values: &'static [&'static str], reason: &'static str) -> Self {
+        self.refuse = Some((values, reason));
+        self
+    }
+
+    pub const fn alias_of(mut self, name: &'static str) -> Self {
+        self.alias_of = Some(name);
+        self
+    }
+
+    pub const fn env_alias(mut self, var: &'static str) -> Self {
+        self.env_alias = Some(var);
+        self
+    }
+
     pub const fn py_type(mut self, keyword: &'static str, attribute: &'static str) -> Self {
         self.py_type = Some((keyword, attribute));
         self
@@ -239,6 +274,7 @@ impl Setting {
             Kind::Path => ("str | os.PathLike[str]", "str"),
             Kind::BoolOrText => ("bool | str", "bool | str"),
             Kind::Object => ("Any", "Any"),
+            Kind::Headers => ("list[tuple[str, str]]", "list[tuple[str, str]]"),
         };
         let null = if self.null == Null::No { "" } else { " | None" };
         (format!("{keyword}{null}"), format!("{attribute}{null}"))
@@ -256,10 +292,33 @@ impl Setting {
         }
     }
 
-    /// The environment variable that will set it: `FERROLOOP_` and the
-    /// name in upper case.
+    /// The environment variable that sets it: `FERROLOOP_` and the name in
+    /// upper case.
     pub fn env(&self) -> String {
-        format!("FERROLOOP_{}", self.name.to_ascii_uppercase())
+        self.env_with(crate::env::PREFIX)
+    }
+
+    /// [`Setting::env`] with another prefix (`Config.from_env(prefix=…)`).
+    pub fn env_with(&self, prefix: &str) -> String {
+        format!("{prefix}{}", self.name.to_ascii_uppercase())
+    }
+
+    /// It has a text form (a flag value or an environment variable).
+    pub fn has_text(&self) -> bool {
+        self.kind != Kind::Object
+    }
+
+    /// `--help`'s note on what is not implemented: `[ignored]`, `[not
+    /// supported yet]`, `[not supported yet: wsgi]`.
+    pub fn status_note(&self) -> Option<String> {
+        match (self.status, self.refuse) {
+            (Status::Ignored(_), _) => Some("[ignored]".to_owned()),
+            (Status::Unsupported(_), _) => Some("[not supported yet]".to_owned()),
+            (Status::Supported, Some((values, _))) => {
+                Some(format!("[not supported yet: {}]", values.join(", ")))
+            }
+            (Status::Supported, None) => None,
+        }
     }
 
     /// `Config` takes it.
@@ -296,6 +355,9 @@ impl Setting {
             Kind::Path => "expected a path",
             Kind::Choice { .. } => "expected one of the listed values",
             Kind::Object => "cannot be given as text",
+            Kind::Headers => {
+                "expected NAME:VALUE (a header name, ':', a value without control characters)"
+            }
         }
     }
 
@@ -309,6 +371,7 @@ impl Setting {
             Kind::Seconds { .. } | Kind::Rate => "FLOAT".to_owned(),
             Kind::Path => "PATH".to_owned(),
             Kind::Choice { values, .. } => format!("[{}]", values.join("|")),
+            Kind::Headers => "NAME:VALUE".to_owned(),
             Kind::Bool | Kind::Text(_) | Kind::BoolOrText | Kind::Object => "TEXT".to_owned(),
         }
     }
@@ -320,7 +383,14 @@ impl Setting {
         }
         match (self.default, self.flag) {
             (Lit::None, _) => None,
-            (Lit::Bool(on), Some(Flag { long, off, .. })) if self.kind == Kind::Bool => {
+            (
+                Lit::Bool(on),
+                Some(Flag {
+                    long,
+                    off,
+                    metavar: None,
+                }),
+            ) if matches!(self.kind, Kind::Bool | Kind::BoolOrText) => {
                 let flag = if on { Some(long) } else { off };
                 flag.map(|f| f.trim_start_matches('-').to_owned())
             }
@@ -335,7 +405,7 @@ impl Setting {
 
 mod rows;
 
-pub use rows::{LIFESPANS, LOG_LEVELS, SETTINGS};
+pub use rows::{INTERFACES, LIFESPANS, LOG_LEVELS, SETTINGS, WS_IMPLEMENTATIONS};
 
 /// The setting called `name`.
 pub fn find(name: &str) -> Option<&'static Setting> {
@@ -376,14 +446,25 @@ mod tests {
     fn flags_follow_the_names() {
         for s in SETTINGS {
             let Some(flag) = s.flag else { continue };
-            // uvicorn's spelling: the name with '-' for '_'.
-            assert_eq!(flag.long, format!("--{}", s.name.replace('_', "-")));
-            match s.kind {
-                Kind::Bool => {
-                    let off = flag.off.unwrap_or_default();
+            // uvicorn's spelling: the name with '-' for '_' (`--header`
+            // sets `headers`, as uvicorn's).
+            let long = if s.name == "headers" {
+                "--header".to_owned()
+            } else {
+                format!("--{}", s.name.replace('_', "-"))
+            };
+            assert_eq!(flag.long, long);
+            match (s.kind, flag.off) {
+                (Kind::Bool | Kind::BoolOrText, Some(off)) => {
                     assert_eq!(off, format!("--no-{}", &flag.long[2..]), "{}", s.name);
                 }
-                _ => assert_eq!(flag.off, None, "{}", s.name),
+                // uvicorn's one-way flags, and a boolean taking a value.
+                (Kind::Bool, None) => assert!(
+                    matches!(s.name, "reload" | "http2") || flag.metavar.is_some(),
+                    "{} needs a --no- flag",
+                    s.name
+                ),
+                (_, off) => assert_eq!(off, None, "{}", s.name),
             }
         }
     }

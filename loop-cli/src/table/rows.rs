@@ -1,10 +1,12 @@
 //! The rows of the settings table: every server setting ferroloop has, in
 //! `Config`'s keyword order (the `--help` order of their flags).
 
-use super::{Kind, Lit, Null, Setting, Text};
+use super::{Kind, Lit, Null, Setting, Status, Text};
 
 /// The `--lifespan` values, in `--help` order.
 pub const LIFESPANS: &[&str] = &["auto", "on", "off"];
+/// The `--interface` values.
+pub const INTERFACES: &[&str] = &["auto", "asgi3", "asgi2", "wsgi"];
 /// The `--log-level` names, most severe first.
 pub const LOG_LEVELS: &[&str] = &["critical", "error", "warning", "info", "debug", "trace"];
 
@@ -140,14 +142,18 @@ pub static SETTINGS: &[Setting] = &[
         "Take the client address and scheme from X-Forwarded-For, X-Forwarded-Proto and \
          Forwarded headers sent by forwarded_allow_ips.",
     )
+    .cli("--proxy-headers")
+    .off("--no-proxy-headers")
     .native(),
     Setting::new(
         "forwarded_allow_ips",
         Kind::Text(Text::Any),
         Lit::Str("127.0.0.1"),
-        "Comma-separated addresses or networks (or '*') trusted to send proxy headers; None \
-         reads $FORWARDED_ALLOW_IPS.",
+        "Comma-separated addresses or networks (or '*') trusted to send proxy headers. Not \
+         given (None in Config): $FORWARDED_ALLOW_IPS if set.",
     )
+    .cli("--forwarded-allow-ips")
+    .env_alias("FORWARDED_ALLOW_IPS")
     .null(Null::Unset)
     .native()
     .py_type("str | list[str] | None", "str"),
@@ -155,8 +161,11 @@ pub static SETTINGS: &[Setting] = &[
         "server_header",
         Kind::BoolOrText,
         Lit::Bool(true),
-        "Send a Server header: True for 'ferroloop', False for none, or this string.",
+        "Send a Server header: True for 'ferroloop', False for none, or this string. On the \
+         command line, --header server:VALUE sends another one.",
     )
+    .cli("--server-header")
+    .off("--no-server-header")
     .native(),
     Setting::new(
         "date_header",
@@ -164,6 +173,8 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Bool(true),
         "Send a Date header.",
     )
+    .cli("--date-header")
+    .off("--no-date-header")
     .native(),
     Setting::new(
         "backlog",
@@ -171,6 +182,7 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Int(2048),
         "Maximum number of connections waiting to be accepted.",
     )
+    .cli("--backlog")
     .expected("expected an integer of at least 1"),
     Setting::new(
         "limit_concurrency",
@@ -178,6 +190,7 @@ pub static SETTINGS: &[Setting] = &[
         Lit::None,
         "Maximum number of connections plus application tasks; the excess gets 503.",
     )
+    .cli("--limit-concurrency")
     .null(Null::Word)
     .expected("expected an integer of at least 1, or none")
     .native(),
@@ -187,6 +200,7 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Int(8192),
         "Longest request line (and target), in bytes; longer gets 414.",
     )
+    .cli("--max-request-line")
     .expected("expected an integer of at least 64")
     .native(),
     Setting::new(
@@ -198,6 +212,7 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Int(64 * 1024),
         "Largest request head, in bytes; larger gets 431.",
     )
+    .cli("--max-header-size")
     .expected("expected an integer of at least 256")
     .native(),
     Setting::new(
@@ -206,6 +221,7 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Int(100),
         "Most header fields in a request; more gets 431.",
     )
+    .cli("--max-header-count")
     .expected("expected an integer of at least 1")
     .native(),
     Setting::new(
@@ -214,6 +230,7 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Int(16 * MIB),
         "Largest request body, in bytes (none: unlimited); larger gets 413.",
     )
+    .cli("--max-body-size")
     .null(Null::Word)
     .expected("expected an integer of at least 0, or none")
     .native(),
@@ -224,6 +241,7 @@ pub static SETTINGS: &[Setting] = &[
         "Seconds a request head may take to arrive, from connect or the end of the previous \
          response.",
     )
+    .cli("--timeout-request-head")
     .native(),
     Setting::new(
         "timeout_keep_alive",
@@ -231,6 +249,7 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Float(5.0),
         "Seconds an idle connection is kept open between requests.",
     )
+    .cli("--timeout-keep-alive")
     .native(),
     Setting::new(
         "min_body_rate",
@@ -239,6 +258,7 @@ pub static SETTINGS: &[Setting] = &[
         "Bytes per second a request body must average after body_rate_grace (0 or none: no \
          minimum).",
     )
+    .cli("--min-body-rate")
     .null(Null::Word)
     .expected("expected a number of bytes per second, 0 or more, or none")
     .native(),
@@ -248,13 +268,15 @@ pub static SETTINGS: &[Setting] = &[
         Lit::Float(5.0),
         "Seconds of waiting for a request body before min_body_rate applies.",
     )
+    .cli("--body-rate-grace")
     .native(),
     Setting::new(
         "timeout_graceful_shutdown",
         Kind::Seconds { zero: true },
         Lit::Float(30.0),
         "Seconds shutdown waits for in-flight requests and application tasks.",
-    ),
+    )
+    .cli("--timeout-graceful-shutdown"),
     Setting::new(
         "log_level",
         Kind::Choice {
@@ -268,4 +290,330 @@ pub static SETTINGS: &[Setting] = &[
     .null(Null::Unset)
     .expected("expected one of: critical, error, warning, info, debug, trace")
     .py_type("str | int | None", "str | int | None"),
+    // uvicorn's other options, supported first, then those ferroloop does
+    // not need (ignored) or does not have yet (refused unless given their
+    // default, which asks for nothing ferroloop does not do).
+    Setting::new(
+        "headers",
+        Kind::Headers,
+        Lit::None,
+        "A response header sent on every response, the server's own error responses too \
+         (repeat for more). A 'server' or 'date' header replaces the default one.",
+    )
+    .cli("--header")
+    .null(Null::Unset)
+    .native()
+    .py_type(
+        "list[tuple[str, str]] | None",
+        "list[tuple[str, str]] | None",
+    ),
+    Setting::new(
+        "limit_max_requests",
+        Kind::Int { min: 1, max: None },
+        Lit::None,
+        "Shut down gracefully after this many requests (plus a random 0 to \
+         --limit-max-requests-jitter more).",
+    )
+    .cli("--limit-max-requests")
+    .null(Null::Word)
+    .expected("expected an integer of at least 1, or none"),
+    Setting::new(
+        "limit_max_requests_jitter",
+        Kind::Int { min: 0, max: None },
+        Lit::Int(0),
+        "Add a random number of requests, 0 to this, to --limit-max-requests.",
+    )
+    .cli("--limit-max-requests-jitter")
+    .expected("expected an integer of at least 0"),
+    Setting::new(
+        "interface",
+        Kind::Choice {
+            values: INTERFACES,
+            ignore_case: false,
+        },
+        Lit::Str("auto"),
+        "Application interface: ASGI 3, ASGI 2 (a class or callable taking the scope), or \
+         auto-detected as uvicorn does.",
+    )
+    .cli("--interface")
+    .expected("expected one of: auto, asgi3, asgi2, wsgi")
+    .refuse(
+        &["wsgi"],
+        "WSGI applications are not served yet; wrap the app in a WSGI-to-ASGI adapter \
+         (e.g. a2wsgi's WSGIMiddleware)",
+    ),
+    Setting::new(
+        "factory",
+        Kind::Bool,
+        Lit::Bool(false),
+        "Treat APP as an application factory: a callable taking no arguments that returns the \
+         ASGI app.",
+    )
+    .cli("--factory")
+    .off("--no-factory"),
+    Setting::new(
+        "reset_contextvars",
+        Kind::Bool,
+        Lit::Bool(false),
+        "Run each request in a new, empty contextvars.Context (hides context set in the \
+         lifespan).",
+    )
+    .cli("--reset-contextvars")
+    .off("--no-reset-contextvars")
+    .native(),
+    Setting::new(
+        "app_dir",
+        Kind::Text(Text::Any),
+        Lit::Str(""),
+        "Look for APP in this directory, put first on sys.path (default: the working \
+         directory).",
+    )
+    .cli_only("--app-dir"),
+    Setting::new(
+        "env_file",
+        Kind::Path,
+        Lit::None,
+        "Load this dotenv file into the environment before the app is imported (variables \
+         already set win). FERROLOOP_* variables in it set options, below the flags.",
+    )
+    .cli_only("--env-file")
+    .null(Null::Unset)
+    .expected("expected a path to a dotenv file"),
+    Setting::new(
+        "h11_max_incomplete_event_size",
+        Kind::Int {
+            min: 256,
+            max: None,
+        },
+        Lit::None,
+        "uvicorn's h11 bound on a request head: sets --max-header-size (which wins if both \
+         are given).",
+    )
+    .cli_only("--h11-max-incomplete-event-size")
+    .null(Null::Unset)
+    .alias_of("max_header_size")
+    .expected("expected an integer of at least 256"),
+    Setting::new(
+        "timeout_worker_healthcheck",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(5),
+        "Seconds a worker may take to answer a health check.",
+    )
+    .cli_only("--timeout-worker-healthcheck")
+    .expected("expected an integer of at least 1")
+    .status(Status::Ignored(
+        "ferroloop runs one process: there are no workers to health-check",
+    )),
+    Setting::new(
+        "loop",
+        Kind::Text(Text::Any),
+        Lit::Str("auto"),
+        "Event loop implementation (uvicorn's auto, asyncio, uvloop or module:factory).",
+    )
+    .cli("--loop")
+    .status(Status::Ignored(
+        "ferroloop always runs on its own event loop",
+    )),
+    Setting::new(
+        "http",
+        Kind::Text(Text::Any),
+        Lit::Str("auto"),
+        "HTTP protocol implementation (uvicorn's auto, h11, httptools, zttp or module:class).",
+    )
+    .cli("--http")
+    .status(Status::Ignored(
+        "ferroloop's HTTP/1.1 implementation is built in (Rust)",
+    )),
+    Setting::new(
+        "ws",
+        Kind::Choice {
+            values: WS_IMPLEMENTATIONS,
+            ignore_case: false,
+        },
+        Lit::Str("auto"),
+        "WebSocket implementation. auto and none serve no WebSocket until ferroloop has it; \
+         an upgrade request reaches the app as plain HTTP.",
+    )
+    .cli("--ws")
+    .expected("expected one of: auto, none, websockets, websockets-sansio, wsproto")
+    .refuse(&["websockets", "websockets-sansio", "wsproto"], WS_LATER),
+    Setting::new(
+        "ws_max_size",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(16 * MIB),
+        "WebSocket max message size in bytes.",
+    )
+    .cli("--ws-max-size")
+    .expected("expected an integer of at least 1")
+    .status(Status::Unsupported(WS_LATER)),
+    Setting::new(
+        "ws_max_queue",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(32),
+        "The maximum length of the WebSocket message queue.",
+    )
+    .cli("--ws-max-queue")
+    .expected("expected an integer of at least 1")
+    .status(Status::Unsupported(WS_LATER)),
+    Setting::new(
+        "ws_ping_interval",
+        Kind::Seconds { zero: false },
+        Lit::Float(20.0),
+        "WebSocket ping interval in seconds.",
+    )
+    .cli("--ws-ping-interval")
+    .null(Null::Word)
+    .expected("expected a positive number of seconds, or none")
+    .status(Status::Unsupported(WS_LATER)),
+    Setting::new(
+        "ws_ping_timeout",
+        Kind::Seconds { zero: false },
+        Lit::Float(20.0),
+        "WebSocket ping timeout in seconds.",
+    )
+    .cli("--ws-ping-timeout")
+    .null(Null::Word)
+    .expected("expected a positive number of seconds, or none")
+    .status(Status::Unsupported(WS_LATER)),
+    Setting::new(
+        "ws_per_message_deflate",
+        Kind::Bool,
+        Lit::Bool(true),
+        "WebSocket per-message-deflate compression.",
+    )
+    .cli("--ws-per-message-deflate")
+    .metavar("BOOLEAN")
+    .status(Status::Unsupported(WS_LATER)),
+    Setting::new("ssl_keyfile", Kind::Path, Lit::None, "SSL key file.")
+        .cli("--ssl-keyfile")
+        .null(Null::Unset)
+        .status(Status::Unsupported(TLS_LATER)),
+    Setting::new(
+        "ssl_certfile",
+        Kind::Path,
+        Lit::None,
+        "SSL certificate file.",
+    )
+    .cli("--ssl-certfile")
+    .null(Null::Unset)
+    .status(Status::Unsupported(TLS_LATER)),
+    Setting::new(
+        "ssl_keyfile_password",
+        Kind::Text(Text::Any),
+        Lit::None,
+        "SSL keyfile password.",
+    )
+    .cli("--ssl-keyfile-password")
+    .null(Null::Unset)
+    .status(Status::Unsupported(TLS_LATER)),
+    Setting::new(
+        "ssl_version",
+        Kind::Int { min: 0, max: None },
+        Lit::Int(17),
+        "SSL version to use (see the stdlib ssl module's).",
+    )
+    .cli("--ssl-version")
+    .expected("expected an integer of at least 0")
+    .status(Status::Unsupported(TLS_LATER)),
+    Setting::new(
+        "ssl_cert_reqs",
+        Kind::Int {
+            min: 0,
+            max: Some(2),
+        },
+        Lit::Int(0),
+        "Whether a client certificate is required (see the stdlib ssl module's).",
+    )
+    .cli("--ssl-cert-reqs")
+    .expected("expected an integer from 0 to 2")
+    .status(Status::Unsupported(TLS_LATER)),
+    Setting::new(
+        "ssl_ca_certs",
+        Kind::Path,
+        Lit::None,
+        "CA certificates file.",
+    )
+    .cli("--ssl-ca-certs")
+    .null(Null::Unset)
+    .status(Status::Unsupported(TLS_LATER)),
+    Setting::new(
+        "ssl_ciphers",
+        Kind::Text(Text::Any),
+        Lit::Str("TLSv1"),
+        "Ciphers to use (see the stdlib ssl module's).",
+    )
+    .cli("--ssl-ciphers")
+    .status(Status::Unsupported(TLS_LATER)),
+    Setting::new("http2", Kind::Bool, Lit::Bool(false), "Enable HTTP/2.")
+        .cli("--http2")
+        .status(Status::Unsupported(
+            "ferroloop serves HTTP/1.1; terminate HTTP/2 at a proxy in front (nginx, HAProxy)",
+        )),
+    Setting::new(
+        "workers",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(1),
+        "Number of worker processes (default: $WEB_CONCURRENCY, or 1).",
+    )
+    .cli_only("--workers")
+    .env_alias("WEB_CONCURRENCY")
+    .expected("expected an integer of at least 1")
+    .status(Status::Unsupported(
+        "ferroloop runs one process until pre-fork workers land (issue 16); run one \
+         ferroloop per core behind a load balancer meanwhile",
+    )),
+    Setting::new(
+        "reload",
+        Kind::Bool,
+        Lit::Bool(false),
+        "Restart the server when the code changes.",
+    )
+    .cli_only("--reload")
+    .status(Status::Unsupported(RELOAD_LATER)),
+    Setting::new(
+        "reload_dir",
+        Kind::Path,
+        Lit::None,
+        "Directory to watch for --reload.",
+    )
+    .cli_only("--reload-dir")
+    .null(Null::Unset)
+    .status(Status::Unsupported(RELOAD_LATER)),
+    Setting::new(
+        "reload_include",
+        Kind::Text(Text::Any),
+        Lit::None,
+        "Glob pattern of files to watch for --reload.",
+    )
+    .cli_only("--reload-include")
+    .null(Null::Unset)
+    .status(Status::Unsupported(RELOAD_LATER)),
+    Setting::new(
+        "reload_exclude",
+        Kind::Text(Text::Any),
+        Lit::None,
+        "Glob pattern of files not to watch for --reload.",
+    )
+    .cli_only("--reload-exclude")
+    .null(Null::Unset)
+    .status(Status::Unsupported(RELOAD_LATER)),
+    Setting::new(
+        "reload_delay",
+        Kind::Seconds { zero: true },
+        Lit::Float(0.25),
+        "Seconds between checks for changed files with --reload.",
+    )
+    .cli_only("--reload-delay")
+    .status(Status::Unsupported(RELOAD_LATER)),
 ];
+
+/// The `--ws` values (uvicorn's).
+pub const WS_IMPLEMENTATIONS: &[&str] =
+    &["auto", "none", "websockets", "websockets-sansio", "wsproto"];
+
+const WS_LATER: &str = "WebSocket support lands with issue 14; until then ferroloop serves no \
+                        WebSocket (serve WebSocket routes with uvicorn meanwhile)";
+const TLS_LATER: &str = "TLS lands with issue 15; terminate TLS at a proxy in front (nginx, \
+                         HAProxy) meanwhile";
+const RELOAD_LATER: &str = "auto-reload lands with issue 16; run under a file watcher meanwhile \
+                            (e.g. watchfiles 'ferroloop myapp:app')";

@@ -1,7 +1,7 @@
 //! What a server connection is configured with: the parser's limits, the
 //! deadlines, and the bounds on what a connection may hold.
 
-use crate::Limits;
+use crate::{DefaultHeaders, Limits};
 
 /// One server's connection settings; connections share it (`Arc`).
 ///
@@ -35,6 +35,8 @@ pub struct ConnectionConfig {
     /// after its half-close, so an error response is not destroyed by an
     /// RST for unread input.
     pub linger: f64,
+    /// Added to every response, the connection's own error answers too.
+    pub default_headers: DefaultHeaders,
 }
 
 impl Default for ConnectionConfig {
@@ -50,6 +52,7 @@ impl Default for ConnectionConfig {
             pipeline_buffer: 64 * 1024,
             closing_drain: 10.0,
             linger: 2.0,
+            default_headers: DefaultHeaders::default(),
         }
     }
 }

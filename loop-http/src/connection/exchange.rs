@@ -3,7 +3,9 @@
 //! them (`100 Continue`, a response that must start before its body, the
 //! trailers it declared).
 
-use crate::{BodyFraming, RequestHead, RequestInfo, ResponseEncoder, ResponseError};
+use crate::{
+    BodyFraming, DefaultHeaders, RequestHead, RequestInfo, ResponseEncoder, ResponseError,
+};
 
 /// Why the app's response message was refused. Nothing of a refused
 /// message is written.
@@ -215,6 +217,7 @@ impl Exchange {
         part: ResponsePart<'_, H>,
         date: Option<&[u8]>,
         server: Option<&[u8]>,
+        defaults: &DefaultHeaders,
     ) -> Result<Option<bool>, SendError>
     where
         H: IntoIterator<Item = (&'h [u8], &'h [u8])>,
@@ -230,14 +233,16 @@ impl Exchange {
                     headers,
                     trailers,
                 },
-            ) => ResponseEncoder::start(out, self.info, status, headers, trailers, date, server)
-                .map(|enc| {
-                    self.status = status;
-                    self.trailers_declared = trailers;
-                    self.response = ResponseState::Started(enc);
-                    None
-                })
-                .map_err(SendError::from),
+            ) => ResponseEncoder::start(
+                out, self.info, status, headers, trailers, date, server, defaults,
+            )
+            .map(|enc| {
+                self.status = status;
+                self.trailers_declared = trailers;
+                self.response = ResponseState::Started(enc);
+                None
+            })
+            .map_err(SendError::from),
             (ResponseState::Started(enc), ResponsePart::Body { data, more }) => {
                 match enc.body(out, data) {
                     Err(e) => Err(e.into()),

@@ -495,7 +495,7 @@ impl ServerConnection {
         if matches!(part, ResponsePart::Start { status: 101, .. }) && !ex.head().upgrade {
             return Err(SendError::NoUpgrade);
         }
-        match ex.send(out, part, date, server)? {
+        match ex.send(out, part, date, server, &self.config.default_headers)? {
             None => Ok(None),
             Some(keep_alive) => Ok(Some(self.response_complete(keep_alive, now))),
         }
@@ -586,7 +586,7 @@ impl ServerConnection {
         {
             return FailOutcome::Lose;
         }
-        error_response(out, status, date, server);
+        error_response(out, status, date, server, &self.config.default_headers);
         if let Some(ex) = self.exchange.as_mut().filter(|_| active) {
             ex.answered_by_server(status);
         }

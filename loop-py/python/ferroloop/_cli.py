@@ -22,7 +22,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if prog is None:
         prog = "python -m ferroloop" if sys.argv and sys.argv[0].endswith("__main__.py") else "ferroloop"
-    kind, value = _native.parse_cli(prog, [os.fsencode(a) for a in args])
+    # The environment is read in Rust, with the command line: a flag wins
+    # over FERROLOOP_<NAME>, which wins over the default.
+    kind, value = _native.parse_cli(prog, [os.fsencode(a) for a in args], dict(os.environb))
     if kind == "help":
         print(value, end="")
         return 0
@@ -37,17 +39,29 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     # from loop-cli's settings table). CLI-only settings stay here.
     for warning in value["warnings"]:
         print(f"Warning: {warning}", file=sys.stderr)
-    config_values = {name: v for name, v in value["values"].items() if name in SETTINGS}
-    config = Config(value["app"], **config_values)
-    # The app's directory is importable, as with uvicorn.
-    if "" not in sys.path and os.getcwd() not in sys.path:
+    # --env-file: into the environment before the app is imported; what is
+    # already set wins (python-dotenv's default).
+    for key, env_value in value["env_file"]:
+        os.environ.setdefault(key, env_value)
+    values = value["values"]
+    config_values = {name: v for name, v in values.items() if name in SETTINGS}
+    try:
+        config = Config(value["app"], **config_values)
+    except ValueError as exc:  # a value the table's text form allows but Config's checks refuse
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    # The app's directory is importable, as with uvicorn: --app-dir (checked
+    # to exist by the parser), else the working directory.
+    app_dir = values.get("app_dir", "")
+    if app_dir:
+        sys.path.insert(0, os.path.abspath(app_dir))
+    elif "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")
     try:
-        app = config.load_app()  # before binding: a typo fails fast
+        config.load_app()  # before binding: a typo fails fast (Server reuses it)
     except AppLoadError as exc:
         print(f"Error loading ASGI app. {exc}", file=sys.stderr)
         return EXIT_APP_ERROR
-    config.app = app
     from ._policy import run
     from .server._server import Server
 

@@ -55,14 +55,22 @@ enum Stepped {
 }
 
 impl AppTask {
-    /// Make the task (its first step is `first_step`).
+    /// Make the task (its first step is `first_step`), in a copy of the
+    /// current context, or a new empty one when `fresh_context`
+    /// (`reset_contextvars`).
     pub(super) fn new(
         py: Python<'_>,
         coro: Bound<'_, PyAny>,
         event_loop: Py<Loop>,
         owner: Arc<dyn TaskOwner>,
+        fresh_context: bool,
     ) -> PyResult<Py<AppTask>> {
-        let context = pyapi::copy_current_context(py)?.unbind();
+        let context = if fresh_context {
+            pyapi::new_context(py)?
+        } else {
+            pyapi::copy_current_context(py)?
+        }
+        .unbind();
         let task = Py::new(
             py,
             AppTask {

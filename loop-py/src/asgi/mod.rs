@@ -49,6 +49,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ASGI_SPEC_VERSION", scope::SPEC_VERSION)?;
     m.add_function(wrap_pyfunction!(_check_forwarded_allow_ips, m)?)?;
     m.add_function(wrap_pyfunction!(_check_access_log_format, m)?)?;
+    m.add_function(wrap_pyfunction!(_check_headers, m)?)?;
     Ok(())
 }
 
@@ -66,4 +67,11 @@ fn _check_forwarded_allow_ips(spec: &str) -> PyResult<()> {
     proxy::Trust::parse(spec)
         .map(drop)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("forwarded_allow_ips: {e}")))
+}
+
+/// Validate `headers` (name, value pairs) the way the server will encode
+/// them: a `ValueError` naming the problem.
+#[pyfunction]
+fn _check_headers(pairs: Vec<(String, String)>) -> PyResult<()> {
+    settings::default_headers(&pairs).map(drop)
 }

@@ -294,6 +294,20 @@ impl HttpServer {
         Ok(())
     }
 
+    /// Call `callback()` (from the loop) once `limit` requests have arrived
+    /// (`limit_max_requests`).
+    fn on_request_limit(&self, py: Python<'_>, limit: u64, callback: Py<PyAny>) {
+        self.shared
+            .borrow_mut(py)
+            .set_request_limit(limit, callback);
+    }
+
+    /// Requests whose head arrived so far.
+    #[getter]
+    fn request_count(&self, py: Python<'_>) -> u64 {
+        self.shared.borrow(py).requests
+    }
+
     #[getter]
     fn connection_count(&self, py: Python<'_>) -> usize {
         self.shared.borrow(py).live_connections()

@@ -9,7 +9,7 @@
 
 use super::proxy::Trust;
 use loop_cli::access_format::{AccessFormat, Field};
-use loop_http::Limits;
+use loop_http::{DefaultHeaders, Limits};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -25,8 +25,14 @@ pub struct Settings {
     pub body_rate_grace: f64,
     pub limit_concurrency: Option<usize>,
     pub root_path: String,
+    /// `None` also when a default header (`headers`) is the `server`.
     pub server_header: Option<Vec<u8>>,
+    /// False also when a default header (`headers`) is the `date`.
     pub date_header: bool,
+    /// `headers`: added to every response.
+    pub default_headers: DefaultHeaders,
+    /// Each request runs in a new, empty `contextvars.Context`.
+    pub reset_contextvars: bool,
     /// `None` when proxy headers are off.
     pub proxy: Option<Trust>,
     pub access_log: bool,
@@ -55,6 +61,8 @@ impl Settings {
         "timeout_keep_alive",
         "min_body_rate",
         "body_rate_grace",
+        "headers",
+        "reset_contextvars",
     ];
 
     /// What `Server` sends when `server_header` is `True`.
@@ -87,6 +95,12 @@ impl Settings {
         } else {
             None
         };
+        let (default_headers, custom_server, custom_date) = default_headers(
+            &get("headers")?
+                .extract::<Option<Vec<(String, String)>>>()?
+                .unwrap_or_default(),
+        )?;
+        let server_header = server_header.filter(|_| !custom_server);
         let limits = Limits {
             max_request_line: get("max_request_line")?.extract()?,
             max_header_bytes: get("max_header_size")?.extract()?,
@@ -108,11 +122,33 @@ impl Settings {
             limit_concurrency: get("limit_concurrency")?.extract()?,
             root_path: get("root_path")?.extract()?,
             server_header,
-            date_header: get("date_header")?.extract()?,
+            date_header: get("date_header")?.extract::<bool>()? && !custom_date,
+            default_headers,
+            reset_contextvars: get("reset_contextvars")?.extract()?,
             proxy,
             access_log: get("access_log")?.extract()?,
         })
     }
+}
+
+/// `headers` (name, value pairs) encoded as Latin-1 and validated as an
+/// application's headers are, and whether they hold a `server` and a
+/// `date`: those replace the server's own (as uvicorn's `--header`).
+pub fn default_headers(pairs: &[(String, String)]) -> PyResult<(DefaultHeaders, bool, bool)> {
+    let latin1 = |s: &str| -> PyResult<Vec<u8>> {
+        s.chars()
+            .map(|c| u8::try_from(u32::from(c)))
+            .collect::<Result<_, _>>()
+            .map_err(|_| PyValueError::new_err(format!("headers: {s:?} is not Latin-1")))
+    };
+    let mut encoded = Vec::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        encoded.push((latin1(name)?, latin1(value)?));
+    }
+    let has = |wanted: &str| pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case(wanted));
+    let headers = DefaultHeaders::new(encoded.iter().map(|(n, v)| (&n[..], &v[..])))
+        .map_err(|e| PyValueError::new_err(format!("headers: {e}")))?;
+    Ok((headers, has("server"), has("date")))
 }
 
 /// Response bytes buffered before `send()` waits (asyncio's water marks).

@@ -36,6 +36,10 @@ pub struct ServerShared {
     live: usize,
     /// App tasks running.
     pub(super) tasks: usize,
+    /// Requests whose head arrived (`limit_max_requests` counts these).
+    pub(super) requests: u64,
+    /// Called (soon, from the loop) once `requests` reaches the count.
+    request_limit: Option<(u64, Py<PyAny>)>,
     /// Slots whose held-back output goes out at the end of the tick.
     corked: Vec<usize>,
 }
@@ -76,6 +80,8 @@ impl ServerShared {
             free: Vec::new(),
             live: 0,
             tasks: 0,
+            requests: 0,
+            request_limit: None,
             corked: Vec::new(),
         }
     }
@@ -102,6 +108,32 @@ impl ServerShared {
         } else {
             None
         }
+    }
+
+    pub(super) fn set_request_limit(&mut self, limit: u64, callback: Py<PyAny>) {
+        self.request_limit = Some((limit, callback));
+    }
+
+    /// One more request arrived; at the limit, its callback is scheduled
+    /// (once, with nothing borrowed when it runs).
+    pub(super) fn count_request(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let (due, event_loop) = {
+            let mut me = slf.borrow_mut();
+            me.requests += 1;
+            let requests = me.requests;
+            let due = match &me.request_limit {
+                Some((limit, _)) if requests >= *limit => me.request_limit.take(),
+                _ => None,
+            };
+            (due, me.event_loop.clone_ref(slf.py()))
+        };
+        if let Some((_, callback)) = due {
+            let py = slf.py();
+            event_loop
+                .bind(py)
+                .call_method1(intern!(py, "call_soon"), (callback,))?;
+        }
+        Ok(())
     }
 
     /// A slot for a new connection (its handle follows with `register`).
@@ -321,6 +353,9 @@ impl ServerShared {
         }
         self.logs.traverse(&visit)?;
         visit.call(&self.done_future)?;
+        if let Some((_, callback)) = &self.request_limit {
+            visit.call(callback)?;
+        }
         for conn in self.conns.iter().flatten() {
             conn.traverse(&visit)?;
         }

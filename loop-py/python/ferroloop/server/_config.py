@@ -11,6 +11,7 @@ log level). The typed signature is `_config.pyi` (generated from the table).
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import math
@@ -144,6 +145,16 @@ def _check_forwarded_allow_ips(row: dict[str, Any], value: Any) -> str:
     return value
 
 
+def _check_headers(row: dict[str, Any], value: Any) -> list[tuple[str, str]]:
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in value
+    ):
+        raise ValueError(f"headers: expected a list of (name, value) string pairs, got {value!r}")
+    pairs = [(name, field) for name, field in value]
+    _native._check_headers(pairs)  # as the server encodes them: no CR/LF, token names
+    return pairs
+
+
 def _check_log_level(row: dict[str, Any], value: Any) -> str | int:
     if not (
         (isinstance(value, str) and value.lower() in LOG_LEVELS) or (isinstance(value, int) and not isinstance(value, bool))
@@ -168,21 +179,53 @@ _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "log_level": _check_log_level,
     "access_log_format": _check_access_log_format,
     "log_config": lambda row, value: check_log_config(value),
+    "headers": _check_headers,
 }
 
 #: What `None` means for a setting whose `None` is not kept as is.
-_NONE = {"forwarded_allow_ips": lambda: os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")}
+_NONE = {
+    "forwarded_allow_ips": lambda: os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+}
 
 
 def _check(row: dict[str, Any], value: Any) -> Any:
     if value is None and row["null"] != "no":
         none = _NONE.get(row["name"])
         return None if none is None else _CHECKS.get(row["name"], _check_kind)(row, none())
+    if row["refuse"] and value in row["refuse"]:
+        raise ValueError(f"{row['name']}: {value!r} is not supported yet: {row['refuse_reason']}")
     if row["status"] == "unsupported" and value != row["default"]:
         raise ValueError(f"{row['name']}: not supported yet: {row['status_reason']}")
     if row["status"] == "ignored" and value != row["default"]:
         warnings.warn(f"{row['name']} is ignored: {row['status_reason']}", stacklevel=3)
     return _CHECKS.get(row["name"], _check_kind)(row, value)
+
+
+def _asgi_interface(app: Any, interface: str) -> str:
+    """uvicorn's detection: a class is ASGI 3 if its instances are
+    awaitable, a function or a callable object if it is a coroutine
+    function; ASGI 2 otherwise."""
+    if interface != "auto":
+        return interface
+    if inspect.isclass(app):
+        asgi3 = hasattr(app, "__await__")
+    elif inspect.isfunction(app):
+        asgi3 = asyncio.iscoroutinefunction(app)
+    else:
+        asgi3 = asyncio.iscoroutinefunction(app) or asyncio.iscoroutinefunction(getattr(app, "__call__", None))
+    return "asgi3" if asgi3 else "asgi2"
+
+
+class ASGI2App:
+    """An ASGI 2 application (`app(scope)` returns `instance(receive,
+    send)`) as ASGI 3."""
+
+    def __init__(self, app: Callable[[Any], Any]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        instance = self.app(scope)
+        await instance(receive, send)
 
 
 class Config:
@@ -208,11 +251,37 @@ class Config:
         if self.proxy_headers:
             _native._check_forwarded_allow_ips(self.forwarded_allow_ips)
 
+    @classmethod
+    def from_env(cls, app: Callable[..., Any] | str, prefix: str = "FERROLOOP_", **overrides: Any) -> Config:
+        """A `Config` with each setting read from the environment variable
+        `prefix` + its name in upper case (`FERROLOOP_PORT`), parsed as the
+        command line parses it (empty or `none`: `None` where allowed);
+        `overrides` win over the environment. Raises `ValueError` naming a
+        variable whose value does not parse."""
+        values, ignored = _native.config_from_env(dict(os.environ), prefix)
+        for warning in ignored:
+            warnings.warn(warning, stacklevel=2)
+        return cls(app, **{**values, **overrides})
+
     def load_app(self) -> Callable[..., Any]:
-        """The ASGI callable (imported if given as a string)."""
+        """The ASGI 3 callable: imported if given as a string, called if it
+        is a `factory`, wrapped if it is ASGI 2 (`interface`). Loaded once."""
+        loaded = getattr(self, "_loaded_app", None)
+        if loaded is not None:
+            return loaded
         app = import_app(self.app) if isinstance(self.app, str) else self.app
+        if self.factory:
+            if not callable(app):
+                raise AppLoadError(f"the app factory {self.app!r} is not callable")
+            try:
+                app = app()
+            except Exception as exc:
+                raise AppLoadError(f"the app factory {self.app!r} raised {type(exc).__name__}: {exc}") from exc
         if not callable(app):
             raise AppLoadError(f"{self.app!r} is not callable")
+        if _asgi_interface(app, self.interface) == "asgi2":
+            app = ASGI2App(app)
+        self._loaded_app = app
         return app
 
     def server_header_value(self) -> bytes | None:

@@ -15,6 +15,11 @@ class AppLoadError(Exception): ...
 
 def import_app(spec: str) -> Callable[..., Any]: ...
 
+class ASGI2App:
+    app: Callable[[Any], Any]
+    def __init__(self, app: Callable[[Any], Any]) -> None: ...
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None: ...
+
 class Config:
     app: Callable[..., Any] | str
     # BEGIN GENERATED settings
@@ -45,6 +50,28 @@ class Config:
     body_rate_grace: float
     timeout_graceful_shutdown: float
     log_level: str | int | None
+    headers: list[tuple[str, str]] | None
+    limit_max_requests: int | None
+    limit_max_requests_jitter: int
+    interface: str
+    factory: bool
+    reset_contextvars: bool
+    loop: str
+    http: str
+    ws: str
+    ws_max_size: int
+    ws_max_queue: int
+    ws_ping_interval: float | None
+    ws_ping_timeout: float | None
+    ws_per_message_deflate: bool
+    ssl_keyfile: str | None
+    ssl_certfile: str | None
+    ssl_keyfile_password: str | None
+    ssl_version: int
+    ssl_cert_reqs: int
+    ssl_ca_certs: str | None
+    ssl_ciphers: str
+    http2: bool
     def __init__(
         self,
         app: Callable[..., Any] | str,
@@ -76,8 +103,32 @@ class Config:
         body_rate_grace: float = 5.0,
         timeout_graceful_shutdown: float = 30.0,
         log_level: str | int | None = "info",
+        headers: list[tuple[str, str]] | None = None,
+        limit_max_requests: int | None = None,
+        limit_max_requests_jitter: int = 0,
+        interface: str = "auto",
+        factory: bool = False,
+        reset_contextvars: bool = False,
+        loop: str = "auto",
+        http: str = "auto",
+        ws: str = "auto",
+        ws_max_size: int = 16777216,
+        ws_max_queue: int = 32,
+        ws_ping_interval: float | None = 20.0,
+        ws_ping_timeout: float | None = 20.0,
+        ws_per_message_deflate: bool = True,
+        ssl_keyfile: str | os.PathLike[str] | None = None,
+        ssl_certfile: str | os.PathLike[str] | None = None,
+        ssl_keyfile_password: str | None = None,
+        ssl_version: int = 17,
+        ssl_cert_reqs: int = 0,
+        ssl_ca_certs: str | os.PathLike[str] | None = None,
+        ssl_ciphers: str = "TLSv1",
+        http2: bool = False,
     ) -> None: ...
     # END GENERATED settings
+    @classmethod
+    def from_env(cls, app: Callable[..., Any] | str, prefix: str = "FERROLOOP_", **overrides: Any) -> Config: ...
     def load_app(self) -> Callable[..., Any]: ...
     def server_header_value(self) -> bytes | None: ...
     def configure_logging(self) -> None: ...

@@ -8,6 +8,7 @@ import contextlib
 import gc
 import logging
 import os
+import random
 import signal
 import socket
 import stat
@@ -80,6 +81,9 @@ class Server:
             self._bind()
             self._native = _native.HttpServer(loop, app, config, error_log=logger, access_log=access_logger)
             self._native.set_state(lifespan.state)
+            if config.limit_max_requests is not None:
+                limit = config.limit_max_requests + random.randint(0, config.limit_max_requests_jitter)
+                self._native.on_request_limit(limit, lambda: self._request_limit_reached(limit))
             # The heap built by imports and startup is long-lived: keep it
             # out of the cyclic collector's generations, so collections
             # while serving only walk what requests allocate. Skipped if
@@ -181,6 +185,10 @@ class Server:
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+
+    def _request_limit_reached(self, limit: int) -> None:
+        logger.warning("Maximum request limit of %d exceeded. Terminating process.", limit)
+        self.should_exit = True
 
     def _handle_exit(self, sig: int) -> None:
         if self._should_exit and sig == signal.SIGINT:

@@ -87,6 +87,7 @@ pub(in crate::asgi) fn connection_config(settings: &Settings) -> ConnectionConfi
         timeout_keep_alive: settings.timeout_keep_alive,
         min_body_rate: settings.min_body_rate,
         body_rate_grace: settings.body_rate_grace,
+        default_headers: settings.default_headers.clone(),
         ..ConnectionConfig::default()
     }
 }

@@ -87,6 +87,7 @@ pub(in crate::asgi) fn start_request(
     let py = conn.py();
     let server = conn.borrow().shared.clone_ref(py);
     let server = server.bind(py);
+    ServerShared::count_request(server)?;
     let over_limit = {
         let srv = server.borrow();
         srv.settings
@@ -130,7 +131,8 @@ pub(in crate::asgi) fn start_request(
         conn: conn.clone().unbind(),
         exchange: id,
     });
-    let task = AppTask::new(py, coro, event_loop, owner)?;
+    let fresh_context = conn.borrow().settings.reset_contextvars;
+    let task = AppTask::new(py, coro, event_loop, owner, fresh_context)?;
     server.borrow_mut().tasks += 1;
     // The first step runs now; the app may well finish inside it.
     AppTask::first_step(task.bind(py))?;

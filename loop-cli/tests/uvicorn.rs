@@ -1,0 +1,302 @@
+//! uvicorn's options and the environment, through the public API: every
+//! flag parses to its setting, `FERROLOOP_*` variables fill in what flags
+//! did not give, and each refusal is a usage error naming its source.
+
+use std::ffi::OsString;
+
+use loop_cli::env::Env;
+use loop_cli::table::{Kind, Status, SETTINGS};
+use loop_cli::{parse_values_env, CliError, Command, Parsed, Value};
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn parse_env(args: &[&str], vars: &[(&str, &str)]) -> Result<Parsed, CliError> {
+    let mut all = vec!["a:b"];
+    all.extend_from_slice(args);
+    match parse_values_env("ferroloop", all, &env(vars))? {
+        Command::Run(p) => Ok(p),
+        other => panic!("{args:?}: expected a run, got {other:?}"),
+    }
+}
+
+fn run(args: &[&str]) -> Parsed {
+    parse_env(args, &[]).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn msg(args: &[&str], vars: &[(&str, &str)]) -> String {
+    match parse_env(args, vars) {
+        Err(e) => e.to_string(),
+        Ok(p) => panic!("{args:?} {vars:?}: expected an error, got {p:?}"),
+    }
+}
+
+/// A text that parses for `kind`, other than the default where possible.
+fn sample(kind: Kind) -> Option<&'static str> {
+    Some(match kind {
+        Kind::Int { min, .. } if min <= 1 => "1",
+        Kind::Int { .. } => "300",
+        Kind::Seconds { .. } | Kind::Rate => "3",
+        Kind::Bool | Kind::BoolOrText => "false",
+        Kind::Text(_) => "/x",
+        Kind::Path => "/tmp/x",
+        Kind::Choice { values, .. } => values[0],
+        Kind::Headers => "x-a: 1",
+        Kind::Object => return None,
+    })
+}
+
+#[test]
+fn every_supported_flag_and_variable_sets_its_setting() {
+    for s in SETTINGS.iter().filter(|s| s.status == Status::Supported) {
+        let Some(text) = sample(s.kind) else { continue };
+        let target = s.alias_of.unwrap_or(s.name);
+        let from_env = parse_env(&[], &[(s.env().as_str(), text)])
+            .unwrap_or_else(|e| panic!("{}={text}: {e}", s.env()));
+        assert!(from_env.values.given(target).is_some(), "{}", s.env());
+        if !s.in_cli() {
+            continue;
+        }
+        let Some(flag) = s.flag else { continue };
+        let parsed = match (s.kind, flag.off) {
+            (Kind::Bool | Kind::BoolOrText, Some(off)) => run(&[off]),
+            (Kind::Bool, None) if flag.metavar.is_none() => run(&[flag.long]),
+            _ => run(&[flag.long, text]),
+        };
+        assert!(parsed.values.given(target).is_some(), "{}", flag.long);
+    }
+}
+
+#[test]
+fn flags_win_over_the_environment_which_wins_over_defaults() {
+    let p = parse_env(
+        &["--port", "1"],
+        &[("FERROLOOP_PORT", "2"), ("FERROLOOP_HOST", "::")],
+    )
+    .unwrap();
+    assert_eq!(p.values.get("port"), Value::Int(1));
+    assert_eq!(p.values.get("host"), Value::Str("::".into()));
+    assert_eq!(p.values.get("backlog"), Value::Int(2048));
+    let p = parse_env(&[], &[("FERROLOOP_ACCESS_LOG", "yes")]).unwrap();
+    assert_eq!(p.values.get("access_log"), Value::Bool(true));
+    let p = parse_env(&["--no-access-log"], &[("FERROLOOP_ACCESS_LOG", "yes")]).unwrap();
+    assert_eq!(p.values.get("access_log"), Value::Bool(false));
+}
+
+#[test]
+fn uvicorn_integer_timeouts_are_seconds() {
+    let p = run(&[
+        "--timeout-keep-alive",
+        "5",
+        "--timeout-graceful-shutdown",
+        "10",
+    ]);
+    assert_eq!(p.values.get("timeout_keep_alive"), Value::Float(5.0));
+    assert_eq!(
+        p.values.get("timeout_graceful_shutdown"),
+        Value::Float(10.0)
+    );
+}
+
+#[test]
+fn optional_numbers_take_none() {
+    let p = run(&[
+        "--limit-concurrency",
+        "none",
+        "--max-body-size",
+        "None",
+        "--limit-max-requests",
+        "none",
+    ]);
+    for name in ["limit_concurrency", "max_body_size", "limit_max_requests"] {
+        assert_eq!(p.values.given(name), Some(&Value::None), "{name}");
+    }
+}
+
+#[test]
+fn headers_add_up() {
+    let p = run(&[
+        "--header",
+        "x-a:1",
+        "--header=X-B: two words",
+        "--header",
+        "server:edge",
+    ]);
+    assert_eq!(
+        p.values.get("headers"),
+        Value::Headers(vec![
+            ("x-a".into(), "1".into()),
+            ("X-B".into(), "two words".into()),
+            ("server".into(), "edge".into()),
+        ])
+    );
+    // Flags replace the variable's list rather than add to it.
+    let p = parse_env(&["--header", "x-a:1"], &[("FERROLOOP_HEADERS", "x-b:2")]).unwrap();
+    assert_eq!(
+        p.values.get("headers"),
+        Value::Headers(vec![("x-a".into(), "1".into())])
+    );
+    for bad in [
+        "novalue",
+        "bad name:1",
+        ":1",
+        "x-a:1\r\nx-b:2",
+        "x-a:1\nx-b:2",
+    ] {
+        assert!(
+            msg(&["--header", bad], &[]).starts_with(&format!(
+                "invalid value '{bad}' for '--header': expected NAME:VALUE"
+            )),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn the_h11_bound_is_max_header_size() {
+    let p = run(&["--h11-max-incomplete-event-size", "32768"]);
+    assert_eq!(p.values.get("max_header_size"), Value::Int(32768));
+    assert_eq!(p.values.given("h11_max_incomplete_event_size"), None);
+    let p = run(&[
+        "--max-header-size",
+        "1024",
+        "--h11-max-incomplete-event-size",
+        "32768",
+    ]);
+    assert_eq!(p.values.get("max_header_size"), Value::Int(1024));
+    assert_eq!(
+        p.values.warnings(),
+        ["--h11-max-incomplete-event-size is ignored: --max-header-size wins"]
+    );
+    let p = parse_env(
+        &["--h11-max-incomplete-event-size", "4096"],
+        &[("FERROLOOP_MAX_HEADER_SIZE", "1024")],
+    )
+    .unwrap();
+    assert_eq!(p.values.get("max_header_size"), Value::Int(4096));
+}
+
+#[test]
+fn ignored_options_warn_once_each() {
+    let p = run(&["--loop", "uvloop", "--http", "httptools", "--loop", "auto"]);
+    assert_eq!(
+        p.values.warnings(),
+        [
+            "--loop is ignored: ferroloop always runs on its own event loop",
+            "--http is ignored: ferroloop's HTTP/1.1 implementation is built in (Rust)",
+        ]
+    );
+    assert_eq!(p.values.given("loop"), None);
+    assert!(run(&["--http", "auto"]).values.warnings().is_empty());
+}
+
+#[test]
+fn unsupported_options_are_refused_unless_given_their_default() {
+    for args in [
+        &["--workers", "1"][..],
+        &["--ws", "auto"],
+        &["--ws", "none"],
+        &["--ws-max-size", "16777216"],
+        &["--ssl-version", "17"],
+        &["--reload-delay", "0.25"],
+        &["--ws-per-message-deflate", "true"],
+        &["--interface", "asgi2"],
+    ] {
+        run(args);
+    }
+    for (args, what) in [
+        (&["--workers", "4"][..], "option '--workers'"),
+        (&["--reload"], "option '--reload'"),
+        (&["--reload-dir", "src"], "option '--reload-dir'"),
+        (&["--ssl-certfile", "c.pem"], "option '--ssl-certfile'"),
+        (&["--ws", "websockets"], "option '--ws' with 'websockets'"),
+        (&["--ws-ping-interval", "5"], "option '--ws-ping-interval'"),
+        (
+            &["--ws-per-message-deflate", "false"],
+            "option '--ws-per-message-deflate'",
+        ),
+        (&["--http2"], "option '--http2'"),
+        (&["--interface", "wsgi"], "option '--interface' with 'wsgi'"),
+    ] {
+        let m = msg(args, &[]);
+        assert!(
+            m.starts_with(&format!("{what} is not supported yet: ")),
+            "{m}"
+        );
+    }
+    let m = msg(&[], &[("WEB_CONCURRENCY", "4")]);
+    assert!(
+        m.starts_with("WEB_CONCURRENCY (--workers) is not supported yet: "),
+        "{m}"
+    );
+    assert!(parse_env(&[], &[("WEB_CONCURRENCY", "1")]).is_ok());
+}
+
+#[test]
+fn bad_environment_values_name_the_variable() {
+    assert_eq!(
+        msg(&[], &[("FERROLOOP_TIMEOUT_KEEP_ALIVE", "soon")]),
+        "invalid value 'soon' for environment variable FERROLOOP_TIMEOUT_KEEP_ALIVE \
+         (--timeout-keep-alive): expected a positive number of seconds"
+    );
+    // A flag given: its variable is not even read.
+    assert!(parse_env(&["--port", "1"], &[("FERROLOOP_PORT", "x")]).is_ok());
+}
+
+#[test]
+fn conflicts_name_flags_and_variables() {
+    assert_eq!(
+        msg(&["--fd", "3"], &[("FERROLOOP_UDS", "/tmp/s")]),
+        "'FERROLOOP_UDS' and '--fd' cannot be used together"
+    );
+    let p = run(&["--limit-max-requests-jitter", "5"]);
+    assert_eq!(
+        p.values.warnings(),
+        ["--limit-max-requests-jitter has no effect without --limit-max-requests"]
+    );
+}
+
+#[test]
+fn a_socket_wins_over_host_and_port_and_says_so() {
+    let p = parse_env(
+        &["--uds", "/tmp/s", "--port", "1"],
+        &[("FERROLOOP_HOST", "::")],
+    )
+    .unwrap();
+    assert_eq!(
+        p.values.warnings(),
+        [
+            "FERROLOOP_HOST is ignored: --uds wins",
+            "--port is ignored: --uds wins"
+        ]
+    );
+}
+
+#[test]
+fn forwarded_allow_ips_reads_uvicorns_variable() {
+    let p = parse_env(&[], &[("FORWARDED_ALLOW_IPS", "10.0.0.0/8")]).unwrap();
+    assert_eq!(
+        p.values.get("forwarded_allow_ips"),
+        Value::Str("10.0.0.0/8".into())
+    );
+    let p = parse_env(
+        &["--forwarded-allow-ips", "*"],
+        &[("FORWARDED_ALLOW_IPS", "10.0.0.0/8")],
+    )
+    .unwrap();
+    assert_eq!(p.values.get("forwarded_allow_ips"), Value::Str("*".into()));
+}
+
+#[test]
+fn a_closure_is_an_environment() {
+    let lookup = |name: &str| (name == "FERROLOOP_PORT").then(|| OsString::from("7"));
+    assert_eq!(lookup.var("FERROLOOP_PORT"), Some(OsString::from("7")));
+    let Ok(Command::Run(p)) = parse_values_env("ferroloop", ["a:b"], &lookup) else {
+        panic!("expected a run");
+    };
+    assert_eq!(p.values.get("port"), Value::Int(7));
+}
