@@ -83,6 +83,17 @@ def test_starlette_file_response_is_sent_with_its_headers(start_server, tmp_path
     assert "transfer-encoding" not in response.headers
 
 
+def test_a_relative_path_is_opened_from_the_working_directory(start_server, tmp_path, monkeypatch):
+    # The spec asks for absolute paths, but Starlette sends FileResponse's
+    # path as given (and stat()ed it from the working directory itself).
+    _write_file(tmp_path / "data.bin", 5000)
+    monkeypatch.chdir(tmp_path)
+    srv = start_server(file_apps.app, lifespan="off")
+    response = httpx.get(_file_url(srv.url, "data.bin"))
+    assert response.status_code == 200
+    assert response.content == (tmp_path / "data.bin").read_bytes()
+
+
 def test_starlette_file_response_to_head_has_no_body(start_server, tmp_path):
     path = _write_file(tmp_path / "data.bin", 12345)
     srv = start_server(file_apps.app, lifespan="off")
@@ -283,14 +294,15 @@ START = {"type": "http.response.start", "status": 200, "headers": []}
 @pytest.mark.parametrize(
     ("path", "error"),
     [
-        ("relative/file.txt", ValueError),
+        ("relative/no/such/file.txt", FileNotFoundError),
+        (42, TypeError),
         ("/no/such/file/anywhere", FileNotFoundError),
         ("{tmp}", IsADirectoryError),
     ],
 )
 def test_a_bad_path_raises_in_send(start_server, tmp_path, path, error):
     record: list = []
-    message = {"type": "http.response.pathsend", "path": path.format(tmp=tmp_path)}
+    message = {"type": "http.response.pathsend", "path": path.format(tmp=tmp_path) if isinstance(path, str) else path}
     srv = start_server(_error_app([START, message], record), lifespan="off")
     response, kept = _raw_response(srv)
     assert isinstance(record[0], error), record
@@ -486,3 +498,14 @@ def test_declared_trailers_follow_a_file(start_server, tmp_path):
         assert response.chunked
         assert response.body == open(path, "rb").read()
         assert response.trailers == [("x-sum", "1")]
+
+
+def test_a_fifo_is_refused_without_blocking(start_server, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    record: list = []
+    message = {"type": "http.response.pathsend", "path": str(fifo)}
+    srv = start_server(_error_app([START, message], record), lifespan="off")
+    response, _ = _raw_response(srv)
+    assert isinstance(record[0], ValueError) and "not a regular file" in str(record[0])
+    assert response.body == b"ValueError"
