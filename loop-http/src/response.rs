@@ -81,6 +81,9 @@ pub struct ResponseEncoder {
     framing: Framing,
     keep_alive: bool,
     finished: bool,
+    /// A chunk's data is being written by the caller ([`Self::file`]): its
+    /// closing CRLF comes before the next chunk or the last one.
+    chunk_open: bool,
 }
 
 /// Header fields the encoder interprets while copying the app's headers.
@@ -164,6 +167,10 @@ impl ResponseEncoder {
                 out.extend_from_slice(data);
             }
             Framing::Chunked => {
+                if self.chunk_open {
+                    self.chunk_open = false;
+                    out.extend_from_slice(b"\r\n");
+                }
                 if !data.is_empty() {
                     write_hex(out, data.len() as u64);
                     out.extend_from_slice(b"\r\n");
@@ -191,6 +198,9 @@ impl ResponseEncoder {
             Framing::Length(left) if left > 0 => return Err(ResponseError::TooShort),
             Framing::Chunked => {
                 let mark = out.len();
+                if self.chunk_open {
+                    out.extend_from_slice(b"\r\n");
+                }
                 out.extend_from_slice(b"0\r\n");
                 for (name, value) in trailers {
                     if let Err(err) = write_field(out, name, value) {
@@ -199,10 +209,49 @@ impl ResponseEncoder {
                     }
                 }
                 out.extend_from_slice(b"\r\n");
+                self.chunk_open = false;
             }
             _ => {}
         }
         self.finished = true;
+        Ok(())
+    }
+
+    /// How many of the `available` bytes of a file may follow as body: none
+    /// for a response without one, at most the declared length's rest.
+    pub fn file_len(&self, available: u64) -> u64 {
+        match self.framing {
+            Framing::NoBody => 0,
+            Framing::Length(left) => left.min(available),
+            Framing::Chunked | Framing::CloseDelimited => available,
+        }
+    }
+
+    /// Frame `len` body bytes the caller writes itself, right after what
+    /// this appends to `out` (a chunk header, or nothing), from a file
+    /// with `sendfile`. `len` comes from [`Self::file_len`]: more than
+    /// that is an error, as for [`Self::body`].
+    pub fn file(&mut self, out: &mut Vec<u8>, len: u64) -> Result<(), ResponseError> {
+        if self.finished {
+            return Err(ResponseError::Finished);
+        }
+        if len > self.file_len(len) {
+            return Err(ResponseError::TooLong);
+        }
+        match &mut self.framing {
+            Framing::NoBody | Framing::CloseDelimited => {}
+            Framing::Length(left) => *left -= len,
+            Framing::Chunked => {
+                if self.chunk_open {
+                    out.extend_from_slice(b"\r\n");
+                }
+                self.chunk_open = len > 0;
+                if len > 0 {
+                    write_hex(out, len);
+                    out.extend_from_slice(b"\r\n");
+                }
+            }
+        }
         Ok(())
     }
 
@@ -337,6 +386,7 @@ fn write_head<'h>(
         framing,
         keep_alive,
         finished: false,
+        chunk_open: false,
     })
 }
 

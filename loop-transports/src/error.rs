@@ -26,6 +26,10 @@ pub enum Op {
     Stat,
     Poll,
     Address,
+    /// `sendfile(2)` from a file to the stream.
+    SendFile,
+    /// Reading a file to send it (`pread`).
+    ReadFile,
 }
 
 impl fmt::Display for Op {
@@ -44,6 +48,8 @@ impl fmt::Display for Op {
             Op::Stat => "fstat",
             Op::Poll => "poll",
             Op::Address => "socket address",
+            Op::SendFile => "sendfile",
+            Op::ReadFile => "pread",
         };
         f.write_str(name)
     }

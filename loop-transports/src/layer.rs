@@ -104,6 +104,12 @@ impl LayeredStream {
         &mut self.core
     }
 
+    /// Whether a byte-stream layer transforms what is written (then a
+    /// file cannot go to the socket with `sendfile`).
+    pub fn has_layer(&self) -> bool {
+        self.layer.is_some()
+    }
+
     /// Whether to read now: the protocol's wish, or the layer's need.
     pub fn wants_read(&self, protocol_wants: bool) -> bool {
         protocol_wants || self.layer.as_ref().is_some_and(|l| l.wants_read())

@@ -549,7 +549,7 @@ impl StreamCore {
         result
     }
 
-    fn count_write(&mut self, result: &io::Result<usize>) {
+    pub(crate) fn count_write(&mut self, result: &io::Result<usize>) {
         self.stats.write_calls += 1;
         if let Ok(n) = result {
             self.stats.bytes_written += *n as u64;

@@ -134,3 +134,27 @@ pub fn set_linger_zero(fd: RawFd) -> io::Result<()> {
     } as isize)
     .map(drop)
 }
+
+/// `sendfile(2)`: up to `count` bytes of `file` from `*offset` to the
+/// socket `out`, advancing `*offset` by what was sent (the file's own
+/// position is untouched). A peer that went away gives `EPIPE`: sendfile
+/// has no `MSG_NOSIGNAL`, so this relies on `SIGPIPE` being ignored, as it
+/// is in every Python (and Rust) program.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn sendfile(out: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::Result<usize> {
+    let mut off = libc::off_t::try_from(*offset)
+        .map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
+    // SAFETY: `off` is a live, exclusively borrowed off_t for the call;
+    // bad fd numbers are reported as EBADF.
+    let sent = retry(|| unsafe { libc::sendfile(out, file, &mut off, count) })?;
+    *offset += sent as u64;
+    Ok(sent)
+}
+
+/// `pread(2)`: read into `buf` from `offset`, leaving the file position.
+pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let off =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EOVERFLOW))?;
+    // SAFETY: `buf` is valid for `buf.len()` writable bytes.
+    retry(|| unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off) })
+}

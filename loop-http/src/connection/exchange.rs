@@ -48,6 +48,13 @@ pub enum ResponsePart<'a, H> {
         headers: H,
         more: bool,
     },
+    /// `len` body bytes the caller writes itself after what this appends
+    /// (a file sent with `sendfile`); `len` from
+    /// [`ServerConnection::file_len`](super::ServerConnection::file_len).
+    /// The body goes on: a final `Body` ends it once they are written.
+    File {
+        len: u64,
+    },
 }
 
 /// What the app gets when it asks for request body.
@@ -142,6 +149,15 @@ impl Exchange {
 
     pub fn response_started(&self) -> bool {
         !matches!(self.response, ResponseState::NotStarted)
+    }
+
+    /// How many of a file's `available` bytes a [`ResponsePart::File`]
+    /// may carry now (see `ResponseEncoder::file_len`).
+    pub(super) fn file_len(&self, available: u64) -> u64 {
+        match &self.response {
+            ResponseState::Started(enc) => enc.file_len(available),
+            _ => available,
+        }
     }
 
     pub fn response_complete(&self) -> bool {
@@ -263,6 +279,9 @@ impl Exchange {
                         Err(e) => Err(e.into()),
                     },
                 }
+            }
+            (ResponseState::Started(enc), ResponsePart::File { len }) => {
+                enc.file(out, len).map(|()| None).map_err(SendError::from)
             }
             (ResponseState::Trailers(enc, held), ResponsePart::Trailers { headers, more }) => {
                 held.extend(headers.into_iter().map(|(n, v)| (n.to_vec(), v.to_vec())));

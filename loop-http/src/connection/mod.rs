@@ -501,6 +501,14 @@ impl ServerConnection {
         }
     }
 
+    /// How many of a file's `available` bytes exchange `id`'s response
+    /// takes as a [`ResponsePart::File`]: none without a body (HEAD, 304),
+    /// at most what its content-length has left.
+    pub fn file_len(&self, id: u64, available: u64) -> u64 {
+        self.current(id)
+            .map_or(available, |ex| ex.file_len(available))
+    }
+
     /// After a complete response: keep the connection for the next request
     /// (skipping what body the app left, up to `discard_limit`) or close.
     #[inline]

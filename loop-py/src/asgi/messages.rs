@@ -43,10 +43,31 @@ pub(super) enum Message<'py> {
     },
 }
 
+/// What a `send()` carries: a message for the HTTP state machine, or a
+/// body from a file (`http.response.pathsend` / `zerocopysend`).
+pub(super) enum Sent<'py> {
+    Message(Message<'py>),
+    File(FileBody),
+}
+
+/// A body sent from a file, opened (or duplicated) while decoding so the
+/// app's `send()` raises the `OSError` of a missing or unreadable one.
+pub(super) struct FileBody {
+    pub file: std::fs::File,
+    pub offset: u64,
+    /// Bytes from `offset`, at most what the file has there.
+    pub count: u64,
+    pub more: bool,
+    /// zerocopysend without an `offset`: the region started at the file's
+    /// position, which moves past it once sent (as `sendfile(2)` without
+    /// an offset does).
+    pub reposition: bool,
+}
+
 /// A decoded message and its `type`, for error messages.
 pub(super) struct Decoded<'py> {
     pub kind: Bound<'py, PyString>,
-    pub message: Message<'py>,
+    pub message: Sent<'py>,
 }
 
 pub(super) fn decode<'py>(message: &Bound<'py, PyAny>) -> PyResult<Decoded<'py>> {
@@ -83,13 +104,154 @@ pub(super) fn decode<'py>(message: &Bound<'py, PyAny>) -> PyResult<Decoded<'py>>
             let more = flag(message, intern!(py, "more_trailers"))?;
             Message::Trailers { headers, more }
         }
+        "http.response.pathsend" => return file_message(kind, file::pathsend(message)?),
+        "http.response.zerocopysend" => return file_message(kind, file::zerocopysend(message)?),
         other => {
             return Err(PyRuntimeError::new_err(format!(
                 "Unexpected ASGI message type '{other}' for an HTTP connection"
             )))
         }
     };
-    Ok(Decoded { kind, message })
+    Ok(Decoded {
+        kind,
+        message: Sent::Message(message),
+    })
+}
+
+fn file_message(kind: Bound<'_, PyString>, body: FileBody) -> PyResult<Decoded<'_>> {
+    Ok(Decoded {
+        kind,
+        message: Sent::File(body),
+    })
+}
+
+/// The file messages' fields (the ASGI path-send and zero-copy-send
+/// extensions).
+mod file {
+    use super::{field, flag, FileBody};
+    use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+    use pyo3::intern;
+    use pyo3::prelude::*;
+    use std::fs::File;
+    use std::io::Seek;
+    use std::os::fd::{BorrowedFd, RawFd};
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::PathBuf;
+
+    /// `{"path": str}`: the whole file at that path; ends the body.
+    pub(in crate::asgi) fn pathsend(message: &Bound<'_, PyAny>) -> PyResult<FileBody> {
+        let py = message.py();
+        let path = field(message, intern!(py, "path"))?
+            .ok_or_else(|| PyTypeError::new_err("'http.response.pathsend' needs a 'path'"))?;
+        let path: PathBuf = path
+            .extract()
+            .map_err(|_| PyTypeError::new_err("'http.response.pathsend' 'path' must be a str"))?;
+        // The spec asks for an absolute path, but Starlette's FileResponse
+        // sends its path as the app gave it, and the app stat()ed it from
+        // the working directory: a relative path is opened from there too
+        // (refusing it would break FileResponse("static/x") that works on
+        // uvicorn, which does not advertise pathsend).
+        // Non-blocking, so a FIFO cannot hang the loop in open(2); it is
+        // refused below with anything else that is not a regular file.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| os_error(py, &e, Some(&path)))?;
+        let meta = file.metadata().map_err(|e| os_error(py, &e, Some(&path)))?;
+        if meta.is_dir() {
+            let e = std::io::Error::from_raw_os_error(libc::EISDIR);
+            return Err(os_error(py, &e, Some(&path)));
+        }
+        if !meta.is_file() {
+            return Err(PyValueError::new_err(format!(
+                "'http.response.pathsend' 'path' is not a regular file: {:?}",
+                path.display().to_string()
+            )));
+        }
+        Ok(FileBody {
+            file,
+            offset: 0,
+            count: meta.len(),
+            more: false,
+            reposition: false,
+        })
+    }
+
+    /// `{"file": file object, "offset": int?, "count": int?, "more_body":
+    /// bool}`: a region of an open file, through a duplicate of its fd (the
+    /// app may close its own as soon as `send()` returns).
+    pub(in crate::asgi) fn zerocopysend(message: &Bound<'_, PyAny>) -> PyResult<FileBody> {
+        let py = message.py();
+        let obj = field(message, intern!(py, "file"))?
+            .ok_or_else(|| PyTypeError::new_err("'http.response.zerocopysend' needs a 'file'"))?;
+        let fd: RawFd = obj.call_method0(intern!(py, "fileno"))?.extract()?;
+        if fd < 0 {
+            return Err(PyValueError::new_err(
+                "'http.response.zerocopysend' file is closed",
+            ));
+        }
+        // SAFETY: `fd` is the file object's, which `obj` keeps open for
+        // this call; it is only borrowed to duplicate it.
+        let file = File::from(
+            unsafe { BorrowedFd::borrow_raw(fd) }
+                .try_clone_to_owned()
+                .map_err(|e| os_error(py, &e, None))?,
+        );
+        let meta = file.metadata().map_err(|e| os_error(py, &e, None))?;
+        if !meta.is_file() {
+            return Err(PyValueError::new_err(
+                "'http.response.zerocopysend' 'file' is not a regular file",
+            ));
+        }
+        let number = |key: &Bound<'_, pyo3::types::PyString>| -> PyResult<Option<u64>> {
+            match field(message, key)? {
+                None => Ok(None),
+                Some(v) if v.is_none() => Ok(None),
+                Some(v) => v.extract::<u64>().map(Some).map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "'http.response.zerocopysend' '{key}' must be an int >= 0"
+                    ))
+                }),
+            }
+        };
+        let offset = number(intern!(py, "offset"))?;
+        let count = number(intern!(py, "count"))?;
+        let reposition = offset.is_none();
+        let offset = match offset {
+            Some(n) => n,
+            // The duplicate shares the file position with the app's fd.
+            None => (&file)
+                .stream_position()
+                .map_err(|e| os_error(py, &e, None))?,
+        };
+        let available = meta.len().saturating_sub(offset);
+        Ok(FileBody {
+            file,
+            offset,
+            count: count.map_or(available, |n| n.min(available)),
+            more: flag(message, intern!(py, "more_body"))?,
+            reposition,
+        })
+    }
+
+    /// The `OSError` subclass Python raises for `err` (`FileNotFoundError`,
+    /// `PermissionError`, `IsADirectoryError`, …), with the path.
+    fn os_error(py: Python<'_>, err: &std::io::Error, path: Option<&PathBuf>) -> PyErr {
+        let Some(errno) = err.raw_os_error() else {
+            return PyOSError::new_err(err.to_string());
+        };
+        let text = py
+            .import(intern!(py, "os"))
+            .and_then(|os| os.call_method1(intern!(py, "strerror"), (errno,)))
+            .and_then(|s| s.extract::<String>())
+            .unwrap_or_else(|_| err.to_string());
+        match path {
+            // OSError(errno, text, filename) picks the subclass by errno.
+            Some(path) => PyOSError::new_err((errno, text, path.clone())),
+            None => PyOSError::new_err((errno, text)),
+        }
+    }
 }
 
 fn flag(message: &Bound<'_, PyAny>, key: &Bound<'_, PyString>) -> PyResult<bool> {

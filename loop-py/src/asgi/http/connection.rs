@@ -63,6 +63,8 @@ pub struct HttpConnection {
     out: Vec<u8>,
     /// The current exchange's futures and task.
     pub(in crate::asgi) waiters: Waiters,
+    /// A response body from a file, while it is being sent.
+    pub(in crate::asgi) file: Option<super::file_body::InFlight>,
     /// A `send()` is decoding its message (which can run Python code, a
     /// body's buffer export): a `send()` from inside it is refused.
     pub(in crate::asgi) sending: bool,
@@ -135,6 +137,7 @@ impl HttpConnection {
             stream: Some(stream),
             out: Vec::new(),
             waiters: Waiters::default(),
+            file: None,
             sending: false,
             closing_why: None,
             request_started: 0.0,
@@ -184,7 +187,10 @@ impl HttpConnection {
             };
             let open = !me.http.is_closed();
             let want_read = open && stream.wants_read(me.http.wants_read());
-            let want_write = open && (stream.wants_write() || (!me.out.is_empty() && !me.corked));
+            let want_write = open
+                && (stream.wants_write()
+                    || (!me.out.is_empty() && !me.corked)
+                    || me.file.is_some());
             if want_read == me.reading && want_write == me.writing {
                 return Ok(()); // the common case: nothing to change
             }
@@ -369,11 +375,17 @@ impl HttpConnection {
 
     /// Write what is buffered; half-close when a closing connection drained.
     pub(in crate::asgi) fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let lost = slf.borrow_mut().write_out();
+        let (lost, file) = {
+            let mut me = slf.borrow_mut();
+            (me.write_out(), me.file.is_some())
+        };
         if lost {
             slf.borrow_mut()
                 .closing_because("the client went away during a write");
             return Self::lose(slf);
+        }
+        if file {
+            super::file_body::pump(slf)?;
         }
         {
             let mut guard = slf.borrow_mut();
@@ -387,6 +399,13 @@ impl HttpConnection {
         }
         exchange::release_writer(slf)?;
         Self::sync_interest(slf)
+    }
+
+    /// Send what the socket takes of the file in flight; `None` without a
+    /// file or a stream.
+    pub(in crate::asgi) fn advance_file(&mut self) -> Option<loop_transports::FileProgress> {
+        let stream = self.stream.as_mut()?;
+        Some(self.file.as_mut()?.send.advance(stream))
     }
 
     /// Hand `out` to the stream (sent now, the rest buffered there); true
@@ -538,6 +557,8 @@ impl HttpConnection {
                 return Ok(None);
             }
             me.out = Vec::new();
+            // Closes a file in flight (no Python in it).
+            me.file = None;
             let fd = std::mem::replace(&mut me.fd, -1);
             (
                 me.stream.take(),

@@ -7,7 +7,7 @@
 //! `http.disconnect` and its `send()` raises instead of touching the new one.
 
 use super::connection::HttpConnection;
-use crate::asgi::messages::{self, Message};
+use crate::asgi::messages::{self, Message, Sent};
 use crate::asgi::{scope, ClientDisconnected};
 use crate::event_loop::Loop;
 use loop_core::clock;
@@ -21,7 +21,7 @@ pub(in crate::asgi) fn client_disconnected() -> PyErr {
     ClientDisconnected::new_err("the client disconnected")
 }
 
-fn protocol_error(message: String) -> PyErr {
+pub(super) fn protocol_error(message: String) -> PyErr {
     PyRuntimeError::new_err(message)
 }
 
@@ -110,7 +110,9 @@ pub(in crate::asgi) fn release_writer(conn: &Bound<'_, HttpConnection>) -> PyRes
     let py = conn.py();
     let waiter = {
         let mut me = conn.borrow_mut();
-        if !me.under_low_water() && !me.http.is_closed() {
+        // A file's send() waits for the file, not for the buffer.
+        let waits = me.file.is_some() || !me.under_low_water();
+        if waits && !me.http.is_closed() {
             return Ok(());
         }
         me.waiters.send.take()
@@ -188,6 +190,9 @@ fn send<'py>(
     let py = conn.py();
     {
         let mut me = conn.try_borrow_mut().map_err(reentered)?;
+        if me.file.is_some() {
+            return Err(super::file_body::busy());
+        }
         if me.sending {
             return Err(protocol_error(
                 "send() called from inside another send() (a response body's buffer export?)"
@@ -199,6 +204,10 @@ fn send<'py>(
     let decoded = messages::decode(message);
     conn.borrow_mut().sending = false;
     let messages::Decoded { kind, message } = decoded?;
+    let message = match message {
+        Sent::File(body) => return super::file_body::send(conn, id, kind.to_str()?, body),
+        Sent::Message(message) => message,
+    };
     // The head waits for the first body message: a whole small response
     // then leaves in one send(2) (one TCP segment, not two).
     let is_start = matches!(message, Message::Start { .. });
@@ -292,7 +301,7 @@ fn body_part(
 }
 
 /// The ASGI error for a refused message of type `kind`.
-fn send_error(err: SendError, kind: &str) -> PyErr {
+pub(super) fn send_error(err: SendError, kind: &str) -> PyErr {
     protocol_error(match err {
         SendError::Disconnected => return client_disconnected(),
         SendError::Completed => {

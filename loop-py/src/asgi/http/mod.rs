@@ -6,6 +6,8 @@
 //!   connection ends (the state machine decides when).
 //! - [`dispatch`]: a request's scope, the app's call, what its end means.
 //! - [`exchange`]: the app's `receive`/`send` callables and their futures.
+//! - [`file_body`]: a response body sent from a file (pathsend,
+//!   zerocopysend) with `sendfile(2)`.
 //!
 //! The server reaches it only through [`HttpHandle`] and an `AppTask`
 //! through [`HttpOwner`] (the traits of `asgi::kind`).
@@ -14,6 +16,7 @@ mod access;
 mod connection;
 mod dispatch;
 mod exchange;
+mod file_body;
 
 pub(super) use connection::{connection_config, HttpConnection};
 pub(super) use dispatch::Addr;
