@@ -107,7 +107,7 @@ impl Logs {
     pub fn answer_warning(&mut self, now: f64, text: &str) -> Option<String> {
         let suppressed = self.limit.admit(now)?;
         Some(if suppressed > 0 {
-            format!("{text} [{suppressed} similar warnings suppressed]")
+            format!("{text} [{} suppressed]", similar(suppressed))
         } else {
             text.to_owned()
         })
@@ -117,7 +117,7 @@ impl Logs {
     pub fn overdue_warning(&mut self, now: f64) -> Option<String> {
         self.limit
             .overdue(now)
-            .map(|n| format!("{n} similar warnings about invalid requests suppressed"))
+            .map(|n| format!("{} about invalid requests suppressed", similar(n)))
     }
 
     pub fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -125,6 +125,12 @@ impl Logs {
         visit.call(&self.access)?;
         visit.call(&self.access_name)
     }
+}
+
+/// "1 similar warning", "2 similar warnings".
+fn similar(n: u64) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{n} similar warning{s}")
 }
 
 #[cfg(test)]
