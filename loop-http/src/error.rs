@@ -189,6 +189,11 @@ pub enum ResponseError {
     /// `body` or `finish` after `finish`.
     #[error("response already finished")]
     Finished,
+    /// A default header that would set the framing of every response
+    /// (`content-length`, `transfer-encoding`, `connection`, `trailer`,
+    /// `upgrade`), which the encoder decides per response.
+    #[error("'{0}' cannot be a default header: the server sets it per response")]
+    FramingHeader(&'static str),
 }
 
 #[cfg(test)]

@@ -22,15 +22,31 @@ pub struct DefaultHeaders {
 }
 
 impl DefaultHeaders {
+    /// Fields that decide a response's framing or the connection's fate:
+    /// the encoder sets them per response, so a fixed value on every
+    /// response (a 204 with `content-length: 5`) would contradict it.
+    pub const FRAMING: [&'static str; 5] = [
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "trailer",
+        "upgrade",
+    ];
+
     /// The fields, in order; a value's surrounding whitespace is dropped.
     /// An error names the first field that is not a token name with a
-    /// field value (no CR, LF or other control byte but HTAB).
+    /// field value (no CR, LF or other control byte but HTAB), or one of
+    /// [`DefaultHeaders::FRAMING`].
     pub fn new<'h>(
         fields: impl IntoIterator<Item = (&'h [u8], &'h [u8])>,
     ) -> Result<Self, ResponseError> {
         let mut block = Vec::new();
         for (name, value) in fields {
-            write_field(&mut block, &name.to_ascii_lowercase(), trim_ows(value))?;
+            let name = name.to_ascii_lowercase();
+            if let Some(framing) = Self::FRAMING.iter().find(|f| f.as_bytes() == name) {
+                return Err(ResponseError::FramingHeader(framing));
+            }
+            write_field(&mut block, &name, trim_ows(value))?;
         }
         Ok(DefaultHeaders { block })
     }

@@ -642,5 +642,20 @@ fn default_headers_go_on_every_response() {
     ] {
         assert!(DefaultHeaders::new(pairs(&[bad])).is_err(), "{bad:?}");
     }
+    for framing in [
+        "Content-Length",
+        "transfer-encoding",
+        "CONNECTION",
+        "trailer",
+        "upgrade",
+    ] {
+        assert!(
+            matches!(
+                DefaultHeaders::new(pairs(&[(framing, "1")])),
+                Err(ResponseError::FramingHeader(_))
+            ),
+            "{framing}"
+        );
+    }
     assert!(DefaultHeaders::default().is_empty());
 }

@@ -54,6 +54,10 @@ def test_headers_are_checked_at_config_time():
     for bad in ([("x-a", "1\r\nx-b: 2")], [("bad name", "1")], [("x", "\u20ac")], "x-a:1", [("x",)]):
         with pytest.raises(ValueError, match="headers"):
             ferroloop.Config(app, headers=bad)
+    # The server frames every response itself.
+    for framing in ("Content-Length", "transfer-encoding", "connection", "trailer", "upgrade"):
+        with pytest.raises(ValueError, match="cannot be a default header"):
+            ferroloop.Config(app, headers=[(framing, "0")])
 
 
 def test_interface_wsgi_and_unsupported_keywords():

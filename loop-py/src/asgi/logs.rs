@@ -32,6 +32,29 @@ pub struct Logs {
     limit: RateLimit,
 }
 
+/// The loggers whose levels [`Logs`] caches.
+pub struct LevelProbe {
+    error: Py<PyAny>,
+    access: Py<PyAny>,
+    access_setting: bool,
+}
+
+impl LevelProbe {
+    /// Whether the access line is on (the setting and INFO) and the error
+    /// logger is on for DEBUG. Calls Python.
+    pub fn levels(&self, py: Python<'_>) -> PyResult<(bool, bool)> {
+        let enabled = |logger: &Py<PyAny>, level: u8| -> PyResult<bool> {
+            logger
+                .call_method1(py, pyo3::intern!(py, "isEnabledFor"), (level,))?
+                .is_truthy(py)
+        };
+        Ok((
+            self.access_setting && enabled(&self.access, INFO)?,
+            enabled(&self.error, DEBUG)?,
+        ))
+    }
+}
+
 /// One line per `WARN_INTERVAL`, with a count of the rest.
 #[derive(Default)]
 struct RateLimit {
@@ -78,23 +101,19 @@ impl Logs {
             debug_on: false,
             limit: RateLimit::default(),
         };
-        let levels = logs.levels(py)?;
+        let levels = logs.probe(py).levels(py)?;
         logs.set_levels(levels);
         Ok(logs)
     }
 
-    /// Ask the loggers what they are enabled for (calls Python: use with
-    /// nothing borrowed, then [`Logs::set_levels`]).
-    pub fn levels(&self, py: Python<'_>) -> PyResult<(bool, bool)> {
-        let enabled = |logger: &Py<PyAny>, level: u8| -> PyResult<bool> {
-            logger
-                .call_method1(py, pyo3::intern!(py, "isEnabledFor"), (level,))?
-                .is_truthy(py)
-        };
-        Ok((
-            self.access_setting && enabled(&self.access, INFO)?,
-            enabled(&self.error, DEBUG)?,
-        ))
+    /// What [`LevelProbe::levels`] asks, cloned out so no borrow of the
+    /// server is held while Python runs.
+    pub fn probe(&self, py: Python<'_>) -> LevelProbe {
+        LevelProbe {
+            error: self.error.clone_ref(py),
+            access: self.access.clone_ref(py),
+            access_setting: self.access_setting,
+        }
     }
 
     pub fn set_levels(&mut self, (access_on, debug_on): (bool, bool)) {
@@ -115,9 +134,12 @@ impl Logs {
 
     /// The sweep's report of warnings suppressed in a second that is over.
     pub fn overdue_warning(&mut self, now: f64) -> Option<String> {
-        self.limit
-            .overdue(now)
-            .map(|n| format!("{} about invalid requests suppressed", similar(n)))
+        self.limit.overdue(now).map(|n| {
+            format!(
+                "{} about requests the server answered suppressed",
+                similar(n)
+            )
+        })
     }
 
     pub fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {

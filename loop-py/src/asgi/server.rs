@@ -101,15 +101,19 @@ impl HttpServer {
         shared
             .borrow_mut(py)
             .register(slot, Arc::new(HttpHandle(conn.clone().unbind())));
-        if shared.borrow(py).debug_on() {
+        // Logged before the connection starts (its lines follow this one),
+        // but a failing log call does not keep it from starting.
+        let logged = if shared.borrow(py).debug_on() {
             let line = format!("{} - Connection accepted", conn.borrow().peer_text());
-            ServerShared::log_debug(shared.bind(py), &line)?;
-        }
+            ServerShared::log_debug(shared.bind(py), &line)
+        } else {
+            Ok(())
+        };
         if let Err(err) = HttpConnection::start(&conn) {
             HttpConnection::lose(&conn)?;
             return Err(err);
         }
-        Ok(())
+        logged
     }
 
     /// Out of fds: stop accepting for a while (the backlog keeps the

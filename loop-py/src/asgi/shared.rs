@@ -12,7 +12,7 @@ use loop_http::{ConnectionConfig, DateCache};
 use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 use pyo3::PyTraverseError;
 use std::sync::Arc;
 
@@ -228,16 +228,19 @@ impl ServerShared {
     }
 
     pub(super) fn log_error(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
-        let py = slf.py();
-        let logger = slf.borrow().logs.error.clone_ref(py);
-        logger.call_method1(py, intern!(py, "error"), (message,))?;
-        Ok(())
+        Self::log(slf, intern!(slf.py(), "error"), message)
     }
 
     pub(super) fn log_warning(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
+        Self::log(slf, intern!(slf.py(), "warning"), message)
+    }
+
+    /// `message` on the error logger through its method `level` (the
+    /// logger is cloned out first: logging runs Python).
+    fn log(slf: &Bound<'_, Self>, level: &Bound<'_, PyString>, message: &str) -> PyResult<()> {
         let py = slf.py();
         let logger = slf.borrow().logs.error.clone_ref(py);
-        logger.call_method1(py, intern!(py, "warning"), (message,))?;
+        logger.call_method1(py, level, (message,))?;
         Ok(())
     }
 
@@ -248,10 +251,7 @@ impl ServerShared {
     }
 
     pub(super) fn log_debug(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
-        let py = slf.py();
-        let logger = slf.borrow().logs.error.clone_ref(py);
-        logger.call_method1(py, intern!(py, "debug"), (message,))?;
-        Ok(())
+        Self::log(slf, intern!(slf.py(), "debug"), message)
     }
 
     /// A request the server answered itself (400, 408, 413, …): one
@@ -270,7 +270,9 @@ impl ServerShared {
     /// Refresh the cached logger levels and report suppressed warnings
     /// (the sweep calls this).
     pub(super) fn refresh_logs(slf: &Bound<'_, Self>, now: f64) -> PyResult<()> {
-        let levels = slf.borrow().logs.levels(slf.py())?;
+        // The loggers are cloned out: `isEnabledFor` runs Python.
+        let probe = slf.borrow().logs.probe(slf.py());
+        let levels = probe.levels(slf.py())?;
         let overdue = {
             let mut me = slf.borrow_mut();
             me.logs.set_levels(levels);

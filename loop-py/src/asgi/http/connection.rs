@@ -309,9 +309,12 @@ impl HttpConnection {
             FailOutcome::Answered => {
                 slf.borrow_mut()
                     .closing_because(format!("answered {status} by the server"));
-                Self::log_server_answer(slf, status, head, active)?;
+                // Logged, but the answer goes out and the app is told even
+                // if logging fails.
+                let logged = Self::log_server_answer(slf, status, head, active);
                 exchange::end_for_app(slf)?;
-                Self::flush(slf)
+                Self::flush(slf)?;
+                logged
             }
         }
     }
@@ -584,18 +587,19 @@ impl HttpConnection {
             }
         }
         ServerShared::forget(shared.bind(py), slot);
-        if shared.borrow(py).debug_on() {
-            let line = {
-                let me = slf.borrow();
-                let why = me.closing_why.as_deref().unwrap_or("closed");
-                format!("{} - Connection closed ({why})", me.peer_text())
-            };
-            ServerShared::log_debug(shared.bind(py), &line)?;
-        }
+        let line = shared.borrow(py).debug_on().then(|| {
+            let me = slf.borrow();
+            let why = me.closing_why.as_deref().unwrap_or("closed");
+            format!("{} - Connection closed ({why})", me.peer_text())
+        });
         exchange::end_for_app(slf)?;
         // The bound methods refer to this object: drop the cycle.
         let callbacks = slf.borrow_mut().callbacks.take();
         drop(callbacks);
+        // Logged last, so a failing log call leaves nothing half closed.
+        if let Some(line) = line {
+            ServerShared::log_debug(shared.bind(py), &line)?;
+        }
         Ok(stream.map(|s| (s, rest)))
     }
 

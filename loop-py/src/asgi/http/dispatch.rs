@@ -225,6 +225,15 @@ enum Progress {
     Complete,
 }
 
+/// `BrokenPipeError`, `ConnectionResetError` or `ConnectionAbortedError`:
+/// what writing to a peer that left raises.
+fn is_broken_connection(exc: &Bound<'_, PyAny>) -> bool {
+    use pyo3::exceptions::{PyBrokenPipeError, PyConnectionAbortedError, PyConnectionResetError};
+    exc.is_instance_of::<PyBrokenPipeError>()
+        || exc.is_instance_of::<PyConnectionResetError>()
+        || exc.is_instance_of::<PyConnectionAbortedError>()
+}
+
 /// The app's coroutine of exchange `id` finished: turn a missing or broken
 /// response into a 500 or a closed connection, and log app errors.
 pub(in crate::asgi) fn app_finished(
@@ -264,11 +273,12 @@ pub(in crate::asgi) fn app_finished(
     drop(task);
     if let Some(exc) = &error {
         // The client left (or the server answered for the app): the app's
-        // `ClientDisconnected`, or an OSError from its `send()`, is not an
-        // application error.
+        // `ClientDisconnected`, or a broken-connection error it got writing
+        // to its client some other way, is not an application error. Any
+        // other OSError (a database refusing it, a missing file) is.
         let client_gone = !matches!(progress, Some((true, _)));
         let quiet = exc.is_instance_of::<crate::asgi::ClientDisconnected>()
-            || (client_gone && exc.is_instance_of::<pyo3::exceptions::PyOSError>());
+            || (client_gone && is_broken_connection(exc));
         if quiet {
             ServerShared::log_client_gone(server, exc)?;
         } else {

@@ -43,6 +43,10 @@ pub(super) fn send<'py>(
     body: FileBody,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = conn.py();
+    // Made before the file is framed: a failure after it would leave the
+    // connection with a body announced and never sent.
+    let event_loop = conn.borrow().event_loop.clone_ref(py);
+    let future = Loop::create_future(event_loop.bind(py))?;
     let now = clock::monotonic();
     let framed = {
         let mut me = conn.borrow_mut();
@@ -57,8 +61,6 @@ pub(super) fn send<'py>(
         // on) as an empty body message would.
         return finish(conn, id, body.more, kind)?;
     }
-    let event_loop = conn.borrow().event_loop.clone_ref(py);
-    let future = Loop::create_future(event_loop.bind(py))?;
     let old = {
         let mut me = conn.borrow_mut();
         me.file = Some(InFlight {
@@ -98,17 +100,18 @@ pub(super) fn pump(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
             // waiting send() with ClientDisconnected.
             finish(conn, id, more, "http.response.zerocopysend").map(drop)
         }
+        // Closed first, then logged: a failing log call leaves nothing open.
         FileProgress::Short => {
+            HttpConnection::lose(conn)?;
             warn(
                 conn,
                 "the file ended before its response body did: connection closed",
-            )?;
-            HttpConnection::lose(conn)
+            )
         }
         FileProgress::Failed(err) => {
+            HttpConnection::lose(conn)?;
             let message = format!("reading the response file failed ({err}): connection closed");
-            warn(conn, &message)?;
-            HttpConnection::lose(conn)
+            warn(conn, &message)
         }
         FileProgress::Lost => HttpConnection::lose(conn),
     }
@@ -149,11 +152,11 @@ fn finish<'py>(
         // Declared trailers come next.
         Ok(None) => go_on(conn)?,
         Err(loop_http::SendError::Invalid(loop_http::ResponseError::TooShort)) => {
+            HttpConnection::lose(conn)?;
             warn(
                 conn,
                 "the response file is shorter than its content-length: connection closed",
             )?;
-            HttpConnection::lose(conn)?;
             return Ok(Err(client_disconnected()));
         }
         Err(e) => {
