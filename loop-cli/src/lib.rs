@@ -98,6 +98,7 @@ pub mod access_format;
 pub mod dotenv;
 pub mod env;
 mod error;
+pub mod headers;
 mod help;
 mod options;
 mod settings;
