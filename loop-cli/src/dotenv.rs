@@ -5,18 +5,18 @@
 //! # a comment
 //! KEY=value                  # unquoted: trimmed, ends at ' #'
 //! export KEY=value           # 'export ' is dropped
-//! KEY='single $quoted'       # literal, may span lines
+//! KEY='single $quoted'       # no escapes, may span lines
 //! KEY="double\nquoted"       # \n \r \t \" \\ escapes, may span lines
 //! ```
 //!
 //! Blank lines are skipped, a line with a key and no `=` sets nothing.
 //!
-//! Unquoted and double-quoted values expand `${NAME}` and
-//! `${NAME:-default}` (`$NAME` stays as written; single-quoted values are
-//! literal), as python-dotenv's `load_dotenv()` does: `NAME` is looked up
+//! Values expand `${NAME}` and `${NAME:-default}` (`$NAME` stays as
+//! written), as python-dotenv's `load_dotenv()` does: `NAME` is looked up
 //! in the process environment first (a variable already set wins over the
 //! file, `override=False`), then in the file's values before this line;
-//! else the default, else the empty string.
+//! else the default, else the empty string. Quotes do not stop it:
+//! python-dotenv expands single-quoted values too (its issue 422).
 //!
 //! Pure: the caller reads the file, passes the process environment, and
 //! decides what to set.
@@ -38,20 +38,16 @@ pub fn parse(
     process: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<(String, String)>, DotenvError> {
     let mut pairs: Vec<(String, String)> = Vec::new();
-    for (key, value, expand) in parse_raw(text)? {
-        let value = if expand {
-            expand_vars(&value, |name| {
-                process(name).or_else(|| {
-                    pairs
-                        .iter()
-                        .rev()
-                        .find(|(k, _)| k == name)
-                        .map(|(_, v)| v.clone())
-                })
+    for (key, value) in parse_raw(text)? {
+        let value = expand_vars(&value, |name| {
+            process(name).or_else(|| {
+                pairs
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
             })
-        } else {
-            value
-        };
+        });
         pairs.push((key, value));
     }
     Ok(pairs)
@@ -91,9 +87,8 @@ fn expand_vars(value: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
     out
 }
 
-/// The `(key, value, expand)` triples of a dotenv file, before expansion;
-/// `expand` is false for a single-quoted value.
-fn parse_raw(text: &str) -> Result<Vec<(String, String, bool)>, DotenvError> {
+/// The `(key, value)` pairs of a dotenv file, before expansion.
+fn parse_raw(text: &str) -> Result<Vec<(String, String)>, DotenvError> {
     let mut pairs = Vec::new();
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     while let Some((number, line)) = lines.next() {
@@ -119,7 +114,7 @@ fn parse_raw(text: &str) -> Result<Vec<(String, String, bool)>, DotenvError> {
                 "a key is letters, digits, '_', '.' or '-', not starting with a digit",
             ));
         }
-        let (value, expand) = match rest.chars().next() {
+        let value = match rest.chars().next() {
             Some(quote @ ('\'' | '"')) => {
                 let mut body = rest[1..].to_owned();
                 let (value, after) = loop {
@@ -137,17 +132,17 @@ fn parse_raw(text: &str) -> Result<Vec<(String, String, bool)>, DotenvError> {
                     return Err(fail("unexpected text after the closing quote"));
                 }
                 if quote == '"' {
-                    (unescape(&value), true)
+                    unescape(&value)
                 } else {
-                    (value, false)
+                    value
                 }
             }
             _ => match rest.find(" #").or_else(|| rest.find("\t#")) {
-                Some(comment) => (rest[..comment].trim_end().to_owned(), true),
-                None => (rest.trim_end().to_owned(), true),
+                Some(comment) => rest[..comment].trim_end().to_owned(),
+                None => rest.trim_end().to_owned(),
             },
         };
-        pairs.push((key.to_owned(), value, expand));
+        pairs.push((key.to_owned(), value));
     }
     Ok(pairs)
 }
@@ -262,7 +257,7 @@ mod tests {
         assert_eq!(last("B=${NOPE:-}", &[]), "");
         assert_eq!(last("B=${NOPE}!", &[]), "!");
         assert_eq!(last("A=1\nA=2\nB=${A}", &[]), "2");
-        // Later lines do not count; expanded values expand no further.
+        // Only earlier lines count.
         assert_eq!(last("B=${A}\nA=1", &[]), "1");
         assert_eq!(expanded("B=${A}\nA=1", &[])[0].1, "");
         assert_eq!(last("A=$${B}\nC=${A}", &[("B", "x")]), "$x");
@@ -277,8 +272,9 @@ mod tests {
     }
 
     #[test]
-    fn single_quotes_and_bare_dollars_stay_literal() {
-        assert_eq!(last("A=1\nB='${A}'", &[]), "${A}");
+    fn bare_dollars_and_broken_braces_stay_literal() {
+        // python-dotenv expands inside single quotes too.
+        assert_eq!(last("A=1\nB='${A}'", &[]), "1");
         assert_eq!(last("A=1\nB=$A", &[]), "$A");
         assert_eq!(last("A=1\nB=${A:x}", &[]), "${A:x}");
         assert_eq!(last("B=${A", &[]), "${A");
