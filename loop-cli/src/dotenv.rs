@@ -5,12 +5,21 @@
 //! # a comment
 //! KEY=value                  # unquoted: trimmed, ends at ' #'
 //! export KEY=value           # 'export ' is dropped
-//! KEY='single $quoted'       # literal, may span lines
+//! KEY='single $quoted'       # no escapes, may span lines
 //! KEY="double\nquoted"       # \n \r \t \" \\ escapes, may span lines
 //! ```
 //!
 //! Blank lines are skipped, a line with a key and no `=` sets nothing.
-//! Pure: the caller reads the file and decides what to set.
+//!
+//! Values expand `${NAME}` and `${NAME:-default}` (`$NAME` stays as
+//! written), as python-dotenv's `load_dotenv()` does: `NAME` is looked up
+//! in the process environment first (a variable already set wins over the
+//! file, `override=False`), then in the file's values before this line;
+//! else the default, else the empty string. Quotes do not stop it:
+//! python-dotenv expands single-quoted values too (its issue 422).
+//!
+//! Pure: the caller reads the file, passes the process environment, and
+//! decides what to set.
 
 /// A line that is not `KEY=VALUE`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -21,8 +30,65 @@ pub struct DotenvError {
     pub problem: &'static str,
 }
 
-/// The `(key, value)` pairs of a dotenv file, in order.
-pub fn parse(text: &str) -> Result<Vec<(String, String)>, DotenvError> {
+/// The `(key, value)` pairs of a dotenv file, in order, expanded with
+/// `process` (the process environment's lookup) and the file's earlier
+/// values.
+pub fn parse(
+    text: &str,
+    process: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, DotenvError> {
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    for (key, value) in parse_raw(text)? {
+        let value = expand_vars(&value, |name| {
+            process(name).or_else(|| {
+                pairs
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            })
+        });
+        pairs.push((key, value));
+    }
+    Ok(pairs)
+}
+
+/// `${NAME}` and `${NAME:-default}` replaced by `lookup(NAME)`, else the
+/// default, else nothing; anything else (`$NAME`, `${A:x}`) is kept.
+fn expand_vars(value: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let name_end = after.find(['}', ':']).unwrap_or(after.len());
+        let name = &after[..name_end];
+        let tail = &after[name_end..];
+        let (default, next) = if let Some(next) = tail.strip_prefix('}') {
+            (None, next)
+        } else if let Some(body) = tail.strip_prefix(":-") {
+            match body.split_once('}') {
+                Some((default, next)) => (Some(default), next),
+                None => {
+                    out.push('$');
+                    rest = &rest[start + 1..];
+                    continue;
+                }
+            }
+        } else {
+            out.push('$');
+            rest = &rest[start + 1..];
+            continue;
+        };
+        out.push_str(&lookup(name).unwrap_or_else(|| default.unwrap_or("").to_owned()));
+        rest = next;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The `(key, value)` pairs of a dotenv file, before expansion.
+fn parse_raw(text: &str) -> Result<Vec<(String, String)>, DotenvError> {
     let mut pairs = Vec::new();
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
     while let Some((number, line)) = lines.next() {
@@ -131,7 +197,24 @@ mod tests {
     use super::*;
 
     fn pairs(text: &str) -> Vec<(String, String)> {
-        parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+        parse(text, &|_| None).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    }
+
+    fn expanded(text: &str, process: &[(&str, &str)]) -> Vec<(String, String)> {
+        let lookup = |name: &str| {
+            process
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        parse(text, &lookup).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    }
+
+    fn last(text: &str, process: &[(&str, &str)]) -> String {
+        expanded(text, process)
+            .pop()
+            .map(|(_, v)| v)
+            .unwrap_or_default()
     }
 
     fn one(text: &str) -> String {
@@ -167,16 +250,49 @@ mod tests {
     }
 
     #[test]
+    fn braces_expand_from_earlier_lines_and_defaults() {
+        assert_eq!(last("A=1\nB=${A}-x", &[]), "1-x");
+        assert_eq!(last("A=1\nB=\"${A} y\"", &[]), "1 y");
+        assert_eq!(last("B=${NOPE:-dflt}", &[]), "dflt");
+        assert_eq!(last("B=${NOPE:-}", &[]), "");
+        assert_eq!(last("B=${NOPE}!", &[]), "!");
+        assert_eq!(last("A=1\nA=2\nB=${A}", &[]), "2");
+        // Only earlier lines count.
+        assert_eq!(last("B=${A}\nA=1", &[]), "1");
+        assert_eq!(expanded("B=${A}\nA=1", &[])[0].1, "");
+        assert_eq!(last("A=$${B}\nC=${A}", &[("B", "x")]), "$x");
+    }
+
+    #[test]
+    fn the_process_environment_wins_over_the_file() {
+        assert_eq!(last("A=file\nB=${A}", &[("A", "env")]), "env");
+        assert_eq!(last("B=${HOME:-none}", &[("HOME", "/h")]), "/h");
+        // An empty variable is set: no default.
+        assert_eq!(last("B=${E:-d}", &[("E", "")]), "");
+    }
+
+    #[test]
+    fn bare_dollars_and_broken_braces_stay_literal() {
+        // python-dotenv expands inside single quotes too.
+        assert_eq!(last("A=1\nB='${A}'", &[]), "1");
+        assert_eq!(last("A=1\nB=$A", &[]), "$A");
+        assert_eq!(last("A=1\nB=${A:x}", &[]), "${A:x}");
+        assert_eq!(last("B=${A", &[]), "${A");
+        assert_eq!(last("B=${A:-x", &[]), "${A:-x");
+    }
+
+    #[test]
     fn a_key_alone_sets_nothing() {
         assert_eq!(pairs("A\nB=1"), [("B".to_owned(), "1".to_owned())]);
     }
 
     #[test]
     fn errors_name_the_line() {
-        assert_eq!(parse("A=1\n=2").unwrap_err().line, 2);
-        assert_eq!(parse("A=1\n1A=2").unwrap_err().line, 2);
-        assert_eq!(parse("A=\"open\nB=1").unwrap_err().line, 1);
-        assert_eq!(parse("A='x' y").unwrap_err().line, 1);
-        assert_eq!(parse("not a line").unwrap_err().line, 1);
+        let line = |text| parse(text, &|_| None).map_err(|e| e.line);
+        assert_eq!(line("A=1\n=2"), Err(2));
+        assert_eq!(line("A=1\n1A=2"), Err(2));
+        assert_eq!(line("A=\"open\nB=1"), Err(1));
+        assert_eq!(line("A='x' y"), Err(1));
+        assert_eq!(line("not a line"), Err(1));
     }
 }

@@ -49,7 +49,8 @@ impl Env for NoEnv {
 }
 
 /// Adds to `values` what the environment sets for the settings `wanted`
-/// picks, skipping those `values` already has (flags win).
+/// picks, skipping those a flag named (flags win, even one that stored
+/// nothing: `--workers 1`, an ignored `--loop x`) and those already set.
 pub(crate) fn apply(
     values: &mut Values,
     env: &dyn Env,
@@ -57,7 +58,7 @@ pub(crate) fn apply(
     wanted: impl Fn(&Setting) -> bool,
 ) -> Result<(), CliError> {
     for setting in SETTINGS.iter().filter(|s| s.has_text() && wanted(s)) {
-        if values.given(setting.name).is_some() {
+        if values.flagged(setting.name) || values.given(setting.name).is_some() {
             continue;
         }
         let own = setting.env_with(prefix);

@@ -63,7 +63,8 @@
 //!
 //! * `--workers 1` passes (it is what ferroloop does); `WEB_CONCURRENCY`,
 //!   uvicorn's default for `--workers`, is read the same way, so a platform
-//!   that sets it above 1 gets the "not supported yet" error naming it.
+//!   that sets it above 1 gets the "not supported yet" error naming it
+//!   (unless a `--workers` flag is given: the flag wins).
 //! * `--ws auto` and `--ws none` pass: no WebSocket is served, as with
 //!   uvicorn when no WebSocket library is installed.
 //! * `--h11-max-incomplete-event-size` sets `--max-header-size` (h11 bounds
@@ -83,8 +84,19 @@
 //! # The environment
 //!
 //! [`parse_values_env`] also reads every setting from `FERROLOOP_<NAME>`
-//! (see [`mod@env`]): a flag wins over the environment, the environment over
-//! the default. [`dotenv`] parses an `--env-file` (the caller reads it).
+//! (see [`mod@env`]), or the row's uvicorn alias (`WEB_CONCURRENCY`,
+//! `FORWARDED_ALLOW_IPS`): a flag wins over the environment, the
+//! environment over the default. A flag wins even when it stores nothing
+//! (an ignored option, an unsupported one at its default: `--workers 1`
+//! with `WEB_CONCURRENCY=4` runs). A variable follows its row's status as
+//! its flag does, its messages naming the variable and the flag
+//! (`WEB_CONCURRENCY (--workers) is not supported yet: …`,
+//! `FERROLOOP_LOOP is ignored: …`). Each value keeps its [`Source`].
+//! [`dotenv`] parses an `--env-file` with python-dotenv's `${VAR}`
+//! expansion; the caller reads it and parses again with its variables
+//! under the process's (`loop-py/src/cli.rs`, which also checks that
+//! `--log-config` and `--app-dir` exist). [`headers`] validates `--header`
+//! as the server encodes it.
 //!
 //! # Adding an option
 //!
@@ -98,6 +110,7 @@ pub mod access_format;
 pub mod dotenv;
 pub mod env;
 mod error;
+pub mod headers;
 mod help;
 mod options;
 mod settings;

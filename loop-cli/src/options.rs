@@ -180,7 +180,10 @@ pub(crate) fn admit(
     source: Source,
 ) -> Result<(), CliError> {
     let what = match &source {
-        Source::Flag(flag) => format!("option '{flag}'"),
+        Source::Flag(flag) => {
+            values.mark_flagged(setting);
+            format!("option '{flag}'")
+        }
         Source::Env(var) => format!("{var} (--{})", setting.name.replace('_', "-")),
     };
     if let (Some((refused, reason)), Value::Str(v)) = (setting.refuse, &value) {

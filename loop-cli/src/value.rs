@@ -137,15 +137,14 @@ fn parse_number(text: &str) -> Option<f64> {
 }
 
 /// `NAME:VALUE` lines (blank lines skipped), each split at its first `:`
-/// and validated as a response header (`loop_http::DefaultHeaders`).
+/// and validated as the server encodes it ([`crate::headers::encode`]).
 fn parse_headers(text: &str) -> Option<Vec<(String, String)>> {
     let mut fields = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let (name, value) = line.split_once(':')?;
-        let (name, value) = (name.trim(), value.trim());
-        loop_http::DefaultHeaders::new([(name.as_bytes(), value.as_bytes())]).ok()?;
-        fields.push((name.to_owned(), value.to_owned()));
+        fields.push((name.trim().to_owned(), value.trim().to_owned()));
     }
+    crate::headers::encode(&fields).ok()?;
     Some(fields)
 }
 
@@ -195,13 +194,30 @@ impl Source {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Values {
     given: Vec<(&'static str, Value, Source)>,
+    /// Every setting a flag named, stored or not (an ignored option, an
+    /// unsupported one at its default): the environment skips them all.
+    flagged: Vec<&'static str>,
     warnings: Vec<String>,
 }
 
 impl Values {
-    /// Records `value` for `setting` from a flag, replacing an earlier one.
+    /// Records `value` for `setting` as if from its flag (its name, for a
+    /// setting without one), replacing an earlier one.
     pub fn set(&mut self, setting: &'static Setting, value: Value) {
-        self.set_from(setting, value, Source::Flag(""));
+        let flag = setting.flag.map_or(setting.name, |f| f.long);
+        self.set_from(setting, value, Source::Flag(flag));
+    }
+
+    /// Notes that a flag named `setting`, whatever it stored.
+    pub(crate) fn mark_flagged(&mut self, setting: &'static Setting) {
+        if !self.flagged.contains(&setting.name) {
+            self.flagged.push(setting.name);
+        }
+    }
+
+    /// A flag named the setting `name` (even one that stored nothing).
+    pub fn flagged(&self, name: &str) -> bool {
+        self.flagged.contains(&name)
     }
 
     /// Records `value` for `setting`, replacing an earlier one, except that
@@ -370,6 +386,10 @@ mod tests {
             v.set(s, Value::Int(2));
         }
         assert_eq!(v.get("port"), Value::Int(2));
+        assert_eq!(
+            v.source("port").map(Source::label).as_deref(),
+            Some("--port")
+        );
         assert_eq!(v.get("host"), Value::Str("127.0.0.1".into()));
         assert_eq!(v.iter().count(), 1);
         assert_eq!(v.get("nonexistent"), Value::None);

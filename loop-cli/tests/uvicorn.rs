@@ -157,6 +157,53 @@ fn headers_add_up() {
 }
 
 #[test]
+fn header_values_are_latin1_as_the_server_sends_them() {
+    let p = run(&["--header", "x-price:5 £"]);
+    assert_eq!(
+        p.values.get("headers"),
+        Value::Headers(vec![("x-price".into(), "5 £".into())])
+    );
+    let m = msg(&["--header", "x:€"], &[]);
+    assert!(m.starts_with("invalid value 'x:€' for '--header': "), "{m}");
+    assert!(m.contains("Latin-1"), "{m}");
+    let m = msg(&[], &[("FERROLOOP_HEADERS", "x:€")]);
+    assert!(m.contains("FERROLOOP_HEADERS (--header)"), "{m}");
+}
+
+/// Needs `DefaultHeaders::new` to refuse framing headers (loop-http).
+#[test]
+fn framing_headers_are_refused() {
+    for bad in [
+        "content-length:0",
+        "Transfer-Encoding:chunked",
+        "connection:close",
+    ] {
+        let m = msg(&["--header", bad], &[]);
+        assert!(
+            m.starts_with(&format!("invalid value '{bad}' for '--header': ")),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn a_flag_wins_over_the_environment_even_when_it_stores_nothing() {
+    // An unsupported option at its default.
+    let p = parse_env(&["--workers", "1"], &[("WEB_CONCURRENCY", "4")]);
+    assert!(p.is_ok(), "{p:?}");
+    assert!(p.is_ok_and(|p| p.values.flagged("workers")));
+    let p = parse_env(&["--ws", "auto"], &[("FERROLOOP_WS", "websockets")]);
+    assert!(p.is_ok(), "{p:?}");
+    // An ignored option warns once, for the flag.
+    let p = parse_env(&["--loop", "x"], &[("FERROLOOP_LOOP", "y")]).unwrap();
+    assert_eq!(p.values.warnings().len(), 1, "{:?}", p.values.warnings());
+    assert!(p.values.warnings()[0].starts_with("--loop is ignored: "));
+    // Without the flag the variable still counts.
+    let p = parse_env(&[], &[("FERROLOOP_LOOP", "y")]).unwrap();
+    assert!(p.values.warnings()[0].starts_with("FERROLOOP_LOOP is ignored: "));
+}
+
+#[test]
 fn the_h11_bound_is_max_header_size() {
     let p = run(&["--h11-max-incomplete-event-size", "32768"]);
     assert_eq!(p.values.get("max_header_size"), Value::Int(32768));

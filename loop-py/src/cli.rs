@@ -37,28 +37,44 @@ impl Env for Layered<'_> {
 /// `(key, value)` pairs of a dotenv file, in order.
 type EnvPairs = Vec<(String, String)>;
 
-/// The `(key, value)` pairs of the dotenv file at `path`.
-fn read_env_file(path: &Path) -> Result<EnvPairs, CliError> {
+/// The `(key, value)` pairs of the dotenv file at `path`, expanded with
+/// the process environment (python-dotenv's `load_dotenv()`).
+fn read_env_file(path: &Path, process: &HashMap<Vec<u8>, Vec<u8>>) -> Result<EnvPairs, CliError> {
     let problem = |problem: String| CliError::Unusable {
         option: "--env-file",
         problem,
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| problem(format!("cannot read '{}': {e}", path.display())))?;
-    loop_cli::dotenv::parse(&text).map_err(|e| problem(format!("'{}' {e}", path.display())))
+    let lookup = |name: &str| {
+        process
+            .get(name.as_bytes())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    };
+    loop_cli::dotenv::parse(&text, &lookup)
+        .map_err(|e| problem(format!("'{}' {e}", path.display())))
 }
 
-/// `--app-dir` must be a directory (empty: the working directory).
-fn check_app_dir(values: &loop_cli::Values) -> Result<(), CliError> {
-    match values.given("app_dir") {
-        Some(Value::Str(dir)) if !dir.is_empty() && !Path::new(dir).is_dir() => {
-            Err(CliError::Unusable {
+/// `--app-dir` must be a directory (empty: the working directory) and
+/// `--log-config` a file that exists (uvicorn's `click.Path(exists=True)`).
+fn check_paths(values: &loop_cli::Values) -> Result<(), CliError> {
+    if let Some(Value::Str(dir)) = values.given("app_dir") {
+        if !dir.is_empty() && !Path::new(dir).is_dir() {
+            return Err(CliError::Unusable {
                 option: "--app-dir",
                 problem: format!("directory '{dir}' does not exist"),
-            })
+            });
         }
-        _ => Ok(()),
     }
+    if let Some(Value::Path(path)) = values.given("log_config") {
+        if !path.exists() {
+            return Err(CliError::Unusable {
+                option: "--log-config",
+                problem: format!("file '{}' does not exist", path.display()),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The command line with the environment: flags, then `FERROLOOP_*`
@@ -72,22 +88,24 @@ fn parse_with_env(
 ) -> Result<(Command<Parsed>, EnvPairs), CliError> {
     let env = Layered { process, file: &[] };
     let command = loop_cli::parse_values_env(prog, args.iter().cloned(), &env)?;
-    if let Command::Run(parsed) = &command {
-        check_app_dir(&parsed.values)?;
-    }
-    let path = match &command {
+    let (command, file) = match &command {
         Command::Run(parsed) => match parsed.values.given("env_file") {
-            Some(Value::Path(path)) => path.clone(),
-            _ => return Ok((command, Vec::new())),
+            Some(Value::Path(path)) => {
+                let file = read_env_file(path, process)?;
+                let env = Layered {
+                    process,
+                    file: &file,
+                };
+                let command = loop_cli::parse_values_env(prog, args.iter().cloned(), &env)?;
+                (command, file)
+            }
+            _ => (command, Vec::new()),
         },
-        _ => return Ok((command, Vec::new())),
+        _ => (command, Vec::new()),
     };
-    let file = read_env_file(&path)?;
-    let env = Layered {
-        process,
-        file: &file,
-    };
-    let command = loop_cli::parse_values_env(prog, args.iter().cloned(), &env)?;
+    if let Command::Run(parsed) = &command {
+        check_paths(&parsed.values)?;
+    }
     Ok((command, file))
 }
 
@@ -160,11 +178,18 @@ pub fn config_from_env<'py>(
     Ok((out, values.warnings().to_vec()))
 }
 
-/// `parse_dotenv(text)` → the `(key, value)` pairs of a dotenv file, as
-/// `--env-file` reads it; a bad line raises `ValueError` naming it.
+/// `parse_dotenv(text, environ=None)` → the `(key, value)` pairs of a
+/// dotenv file, as `--env-file` reads it, `${VAR}` expanded from `environ`
+/// and the file; a bad line raises `ValueError` naming it.
 #[pyfunction]
-pub fn parse_dotenv(text: &str) -> PyResult<Vec<(String, String)>> {
-    loop_cli::dotenv::parse(text).map_err(|e| PyValueError::new_err(e.to_string()))
+#[pyo3(signature = (text, environ = None))]
+pub fn parse_dotenv(
+    text: &str,
+    environ: Option<HashMap<String, String>>,
+) -> PyResult<Vec<(String, String)>> {
+    let environ = environ.unwrap_or_default();
+    let lookup = |name: &str| environ.get(name).cloned();
+    loop_cli::dotenv::parse(text, &lookup).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// `server_settings()` → one dict per row of loop-cli's settings table, in

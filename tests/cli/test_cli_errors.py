@@ -35,6 +35,11 @@ def usage_error(result) -> str:
         (["--http2"], "option '--http2' is not supported yet: "),
         (["--env-file", "/no/such/.env"], "invalid value for '--env-file': cannot read '/no/such/.env': "),
         (["--app-dir", "/no/such/dir"], "invalid value for '--app-dir': directory '/no/such/dir' does not exist"),
+        (["--log-config", "/no/such.json"], "invalid value for '--log-config': file '/no/such.json' does not exist"),
+        # Latin-1, as the server encodes it: the parser and Config agree.
+        (["--header", "x:€"], "invalid value 'x:€' for '--header': expected NAME:VALUE"),
+        # Framing headers: refused by loop-http's DefaultHeaders::new.
+        (["--header", "content-length:0"], "invalid value 'content-length:0' for '--header': expected NAME:VALUE"),
     ],
     ids=lambda v: v[0] if isinstance(v, list) else None,
 )
@@ -81,6 +86,11 @@ def test_app_errors_are_not_usage_errors(tmp_path):
     assert "the app factory 'cliapp:broken_factory' raised RuntimeError: no database" in result.stderr
     result = run("nosuchmodule:app", cwd=tmp_path)
     assert result.returncode == 1 and 'Could not import module "nosuchmodule"' in result.stderr
+
+
+def test_log_config_from_the_environment_must_exist(tmp_path):
+    message = usage_error(run("cliapp:app", cwd=tmp_path, env={"FERROLOOP_LOG_CONFIG": "/no/such.ini"}))
+    assert message == "invalid value for '--log-config': file '/no/such.ini' does not exist"
 
 
 def test_ignored_options_warn_once_and_serve_is_unaffected(tmp_path):

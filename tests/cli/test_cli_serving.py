@@ -43,6 +43,31 @@ def test_env_file_does_not_override_the_environment(ferroloop_cmd, tmp_path):
     assert get(port).json()["greeting"] == "from-env"
 
 
+def test_env_file_expands_braces_like_python_dotenv(ferroloop_cmd, tmp_path):
+    write_app(tmp_path)
+    port = free_port()
+    (tmp_path / ".env").write_text(
+        "BASE=from-file\n"
+        "FERROLOOP_PORT=${PORT}\n"
+        'APP_GREETING="${WHO}/${BASE}/${NOPE:-dflt}/$BASE"\n'
+    )
+    # The process environment wins over the file, for expansion too.
+    env = {"PORT": str(port), "WHO": "env", "BASE": "from-env"}
+    child = ferroloop_cmd("cliapp:app", "--env-file", ".env", cwd=tmp_path, env=env)
+    child.wait_port(port)
+    assert get(port).json()["greeting"] == "env/from-env/dflt/$BASE"
+
+
+def test_a_flag_wins_over_the_environment_for_unsupported_and_ignored_options(ferroloop_cmd, tmp_path):
+    write_app(tmp_path)
+    env = {"WEB_CONCURRENCY": "4", "FERROLOOP_LOOP": "y"}
+    child, port = serve(ferroloop_cmd, "cliapp:app", "--workers", "1", "--loop", "x", cwd=tmp_path, env=env)
+    assert get(port).status_code == 200
+    child.stop()
+    warnings = [line for line in child.output().splitlines() if "is ignored" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("Warning: --loop is ignored: "), child.output()
+
+
 def test_ferroloop_variables_and_precedence(ferroloop_cmd, tmp_path):
     write_app(tmp_path)
     port = free_port()

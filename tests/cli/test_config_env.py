@@ -70,5 +70,6 @@ def test_interface_wsgi_and_unsupported_keywords():
 
 def test_parse_dotenv_is_exposed():
     assert _native.parse_dotenv("A=1\nexport B='2 3'\n") == [("A", "1"), ("B", "2 3")]
+    assert _native.parse_dotenv("A=${X}\nB=${A}-${Y:-y}\n", {"X": "x"}) == [("A", "x"), ("B", "x-y")]
     with pytest.raises(ValueError, match="line 1"):
         _native.parse_dotenv("=x")

@@ -144,7 +144,9 @@ def test_choices_agree_between_cli_and_config(row):
         ferroloop.Config(apps.app, **{row["name"]: "no-such-choice"})
 
 
-def test_cli_values_go_to_config_unchanged():
+def test_cli_values_go_to_config_unchanged(tmp_path):
+    log_config = tmp_path / "log.json"  # --log-config must exist
+    log_config.write_text("{}")
     given = {
         "--host": ("0.0.0.0", "host", "0.0.0.0"),
         "--port": ("0", "port", 0),
@@ -159,7 +161,7 @@ def test_cli_values_go_to_config_unchanged():
         "--header": ("x-a: 1", "headers", [("x-a", "1")]),
         "--interface": ("asgi2", "interface", "asgi2"),
         "--access-log-format": ("%(status_code)s", "access_log_format", "%(status_code)s"),
-        "--log-config": ("/tmp/log.json", "log_config", "/tmp/log.json"),
+        "--log-config": (str(log_config), "log_config", str(log_config)),
     }
     for flag, (text, name, value) in given.items():
         kind, run = parse(flag, text)

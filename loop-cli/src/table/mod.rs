@@ -356,7 +356,7 @@ impl Setting {
             Kind::Choice { .. } => "expected one of the listed values",
             Kind::Object => "cannot be given as text",
             Kind::Headers => {
-                "expected NAME:VALUE (a header name, ':', a value without control characters)"
+                "expected NAME:VALUE (a header name, ':', a Latin-1 value without control characters)"
             }
         }
     }

@@ -135,18 +135,8 @@ impl Settings {
 /// application's headers are, and whether they hold a `server` and a
 /// `date`: those replace the server's own (as uvicorn's `--header`).
 pub fn default_headers(pairs: &[(String, String)]) -> PyResult<(DefaultHeaders, bool, bool)> {
-    let latin1 = |s: &str| -> PyResult<Vec<u8>> {
-        s.chars()
-            .map(|c| u8::try_from(u32::from(c)))
-            .collect::<Result<_, _>>()
-            .map_err(|_| PyValueError::new_err(format!("headers: {s:?} is not Latin-1")))
-    };
-    let mut encoded = Vec::with_capacity(pairs.len());
-    for (name, value) in pairs {
-        encoded.push((latin1(name)?, latin1(value)?));
-    }
     let has = |wanted: &str| pairs.iter().any(|(n, _)| n.eq_ignore_ascii_case(wanted));
-    let headers = DefaultHeaders::new(encoded.iter().map(|(n, v)| (&n[..], &v[..])))
+    let headers = loop_cli::headers::encode(pairs)
         .map_err(|e| PyValueError::new_err(format!("headers: {e}")))?;
     Ok((headers, has("server"), has("date")))
 }
