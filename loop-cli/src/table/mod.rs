@@ -356,7 +356,9 @@ impl Setting {
             Kind::Choice { .. } => "expected one of the listed values",
             Kind::Object => "cannot be given as text",
             Kind::Headers => {
-                "expected NAME:VALUE (a header name, ':', a Latin-1 value without control characters)"
+                "expected NAME:VALUE (a header name, ':', a Latin-1 value without control \
+                 characters; not content-length, transfer-encoding, connection, trailer or \
+                 upgrade, which the server sets per response)"
             }
         }
     }
