@@ -3,9 +3,10 @@
 * ``RawConn``: a byte-level HTTP/1.1 client over a real socket, for hostile
   input, pipelining, keep-alive and connection-state checks that real clients
   hide.
-* ``ServerProcess``: a server in a child interpreter (CLI ``python -m
-  ferroloop``, the ``ferroloop`` console script or ``ferroloop.serve()``), for
-  signals, exit codes and memory measured on ``/proc/PID/status``.
+* ``ServerProcess`` (``_helpers``, shared with ``tests/cli``): a server in
+  a child interpreter (CLI ``python -m ferroloop``, the ``ferroloop`` console
+  script or ``ferroloop.serve()``), for signals, exit codes and memory
+  measured on ``/proc/PID/status``; ``server_env()`` is its environment.
 * ``LogCapture``: records of the ``ferroloop.error`` / ``ferroloop.access``
   loggers.
 
