@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 import types
+from pathlib import Path
 
 import pytest
 
 IMPLS = ("asyncio", "ferroloop")
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 # Parametrize a test over ferroloop alone, for API that has no asyncio
 # counterpart or a guarantee stronger than asyncio's. The id stays
@@ -210,3 +216,140 @@ def assert_child_ok(proc: subprocess.CompletedProcess) -> list[str]:
         f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
     )
     return proc.stdout.splitlines()
+
+
+# --------------------------------------------------------------------------
+# Servers in a child process (tests/http and tests/cli): one environment,
+# one process wrapper.
+
+#: Variables that change what a child server does (the `ferroloop` command
+#: reads `FERROLOOP_*` and uvicorn's two) or how asyncio runs: a test sets
+#: the ones it means, so none comes from the developer's shell.
+SERVER_ENV_DROPPED = ("WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS", "PYTHONASYNCIODEBUG", "PYTHONDEVMODE", "PYTHONPATH")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_env(extra: dict | None = None, *, pythonpath: tuple[str, ...] = ()) -> dict:
+    """The environment of a child server: this one's without
+    `FERROLOOP_*` and `SERVER_ENV_DROPPED`, with `pythonpath` as its
+    `PYTHONPATH`, unbuffered output, then `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FERROLOOP_") and k not in SERVER_ENV_DROPPED}
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def raise_fd_limit(n: int) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
+
+
+class ServerProcess:
+    """A server in a child process (`argv`), listening on `port` or `uds`;
+    output goes to files (no pipe can fill). `env` is the whole
+    environment (default: `child_env()`)."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        log_dir: Path,
+        port: int | None = None,
+        uds: str | None = None,
+        cwd: Path = PROJECT_ROOT,
+        env: dict | None = None,
+        pass_fds=(),
+    ) -> None:
+        self.argv = argv
+        self.port = port
+        self.uds = uds
+        self.stdout_path = log_dir / f"server-{id(self)}.out"
+        self.stderr_path = log_dir / f"server-{id(self)}.err"
+        self._stdout = open(self.stdout_path, "wb")
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=child_env() if env is None else env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._stdout,
+            stderr=self._stderr,
+            pass_fds=pass_fds,
+            preexec_fn=lambda: raise_fd_limit(8192),
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        """Standard output, then standard error."""
+        self._stdout.flush()
+        self._stderr.flush()
+        return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 20.0) -> "ServerProcess":
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"server exited with {self.proc.returncode} before listening:\n{self.output()}"
+                )
+            try:
+                if self.uds is not None:
+                    with socket.socket(socket.AF_UNIX) as s:
+                        s.settimeout(1.0)
+                        s.connect(self.uds)
+                else:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
+                        pass
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.kill()
+                    raise AssertionError(f"server not listening within {timeout} s:\n{self.output()}")
+                time.sleep(0.05)
+
+    def send_signal(self, signum: int = signal.SIGTERM) -> None:
+        self.proc.send_signal(signum)
+
+    def stop(self, signum: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        """Signal and wait; returns the exit code (fails if it hangs)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signum)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"server did not exit within {timeout} s of signal {signum}:\n{self.output()}")
+
+    def wait_exit(self, timeout: float = 20.0) -> int:
+        """Wait (without signalling) for the exit code."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"server did not exit within {timeout} s:\n{self.output()}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def close_files(self) -> None:
+        self._stdout.close()
+        self._stderr.close()

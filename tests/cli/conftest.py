@@ -15,20 +15,26 @@ if str(HERE) not in sys.path:
 
 import pytest  # noqa: E402
 
-from cli_support import Ferroloop  # noqa: E402
+from _helpers import ServerProcess, child_env  # noqa: E402
+from cli_support import FERROLOOP  # noqa: E402
 
 
 @pytest.fixture
 def ferroloop_cmd(tmp_path):
-    """Factory: ``ferroloop_cmd(*args, cwd=..., env=...)`` → a ``Ferroloop``
-    child (not waited for); killed at teardown."""
-    children: list[Ferroloop] = []
+    """Factory: ``ferroloop_cmd(*args, port=..., cwd=..., env=...)`` → a
+    ``ServerProcess`` running the console script with ``env`` added to
+    ``child_env()``, ready once listening on ``port`` (not waited for
+    without one); killed at teardown."""
+    children: list[ServerProcess] = []
 
-    def spawn(*args: str, cwd: Path | None = None, env: dict | None = None) -> Ferroloop:
-        child = Ferroloop(list(args), cwd=cwd or tmp_path, env=env, log_dir=tmp_path)
+    def spawn(*args: str, port: int | None = None, cwd: Path | None = None, env: dict | None = None) -> ServerProcess:
+        child = ServerProcess([str(FERROLOOP), *args], port=port, cwd=cwd or tmp_path, env=child_env(env), log_dir=tmp_path)
         children.append(child)
+        if port is not None:
+            child.wait_ready()
         return child
 
     yield spawn
     for child in children:
         child.kill()
+        child.close_files()

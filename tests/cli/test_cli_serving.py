@@ -19,8 +19,7 @@ def get(port: int, path: str = "/") -> httpx.Response:
 
 def serve(ferroloop_cmd, app: str, *args: str, cwd=None, env=None):
     port = free_port()
-    child = ferroloop_cmd(app, "--port", str(port), *args, cwd=cwd, env=env)
-    child.wait_port(port)
+    child = ferroloop_cmd(app, "--port", str(port), *args, port=port, cwd=cwd, env=env)
     return child, port
 
 
@@ -30,8 +29,7 @@ def test_env_file_is_loaded_before_the_app_and_sets_options(ferroloop_cmd, tmp_p
     (tmp_path / "app.env").write_text(
         f'# settings and app variables\nexport APP_GREETING="hello\\nworld"\nFERROLOOP_PORT={port}\nKEPT=from-file\n'
     )
-    child = ferroloop_cmd("cliapp:app", "--env-file", "app.env", cwd=tmp_path)
-    child.wait_port(port)
+    child = ferroloop_cmd("cliapp:app", "--env-file", "app.env", port=port, cwd=tmp_path)
     assert get(port).json()["greeting"] == "hello\nworld"
     assert child.stop() == 0
 
@@ -72,8 +70,7 @@ def test_ferroloop_variables_and_precedence(ferroloop_cmd, tmp_path):
     write_app(tmp_path)
     port = free_port()
     env = {"FERROLOOP_PORT": str(port), "FERROLOOP_ROOT_PATH": "/env", "FERROLOOP_HEADERS": "x-env: 1"}
-    child = ferroloop_cmd("cliapp:app", "--root-path", "/flag", cwd=tmp_path, env=env)
-    child.wait_port(port)
+    child = ferroloop_cmd("cliapp:app", "--root-path", "/flag", port=port, cwd=tmp_path, env=env)
     response = get(port, "/x")
     assert response.headers["x-env"] == "1"
     assert response.json()["path"] == "/flag/x"  # root_path + path: the flag won over FERROLOOP_ROOT_PATH
@@ -160,9 +157,8 @@ def test_uvicorn_command_line_unchanged(ferroloop_cmd, tmp_path):
         "cliapp:app", "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--proxy-headers",
         "--forwarded-allow-ips", "*", "--timeout-keep-alive", "30", "--limit-concurrency", "100", "--backlog", "512",
         "--lifespan", "auto", "--log-level", "warning", "--no-server-header", "--loop", "uvloop", "--http", "httptools",
-        cwd=tmp_path,
+        port=port, cwd=tmp_path,
     )
-    child.wait_port(port)
     response = httpx.get(f"http://127.0.0.1:{port}/", headers={"x-forwarded-for": "10.1.2.3"}, timeout=10.0)
     assert response.status_code == 200 and "server" not in response.headers
     assert json.loads(response.text)["greeting"] == "unset"
@@ -189,9 +185,8 @@ def test_fastapi_app_with_a_uvicorn_command_line(ferroloop_cmd, tmp_path):
     port = free_port()
     child = ferroloop_cmd(
         "fastmain:create", "--factory", "--port", str(port), "--host", "127.0.0.1", "--proxy-headers",
-        "--timeout-keep-alive", "5", "--header", "x-served-by:ferroloop", "--interface", "auto", cwd=tmp_path,
+        "--timeout-keep-alive", "5", "--header", "x-served-by:ferroloop", "--interface", "auto", port=port, cwd=tmp_path,
     )
-    child.wait_port(port)
     response = get(port, "/items/3")
     assert response.json() == {"n": 3} and response.headers["x-served-by"] == "ferroloop"
     assert get(port, "/items/x").status_code == 422

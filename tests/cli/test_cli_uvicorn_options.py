@@ -22,9 +22,6 @@ for _row in ROWS:
         if _row["off_flag"]:
             BY_FLAG[_row["off_flag"]] = _row
 EAGER = {"--version", "--help"}
-# Owned by the logging rows (another branch of issue 13): tolerated only
-# while missing; once they exist they are checked like the others.
-LOGGING_ROWS = {"--log-config", "--use-colors", "--no-use-colors"}
 
 
 def uvicorn_options() -> list[click.Option]:
@@ -79,8 +76,6 @@ def test_every_uvicorn_option_is_known_and_behaves_as_its_status_says(option, tm
         if spelling in EAGER:
             kind, _ = parse(spelling)
             assert kind in ("help", "version")
-            continue
-        if spelling not in BY_FLAG and spelling in LOGGING_ROWS:
             continue
         assert spelling in BY_FLAG, f"uvicorn's {spelling} is unknown to ferroloop's settings table"
         row = BY_FLAG[spelling]

@@ -1,12 +1,18 @@
-"""`Config.from_env` (the command line's parser, through `_native`),
+"""`Config.from_env` (the command line's parser, through `_native`; only
+its own variables, so an unrelated one that is not UTF-8 does not matter),
 `Config` never reading `FERROLOOP_*` implicitly, and `headers` checks."""
 
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
 
 import ferroloop
+from _helpers import PROJECT_ROOT
 from ferroloop import _native
+from ferroloop.server._config import ENV_ALIASES
 
 
 async def app(scope, receive, send):  # pragma: no cover - never served
@@ -73,3 +79,32 @@ def test_parse_dotenv_is_exposed():
     assert _native.parse_dotenv("A=${X}\nB=${A}-${Y:-y}\n", {"X": "x"}) == [("A", "x"), ("B", "x-y")]
     with pytest.raises(ValueError, match="line 1"):
         _native.parse_dotenv("=x")
+
+
+def test_from_env_ignores_unrelated_variables_that_are_not_utf8(monkeypatch):
+    monkeypatch.setitem(os.environb, b"UNRELATED_BYTES", b"caf\xe9")
+    monkeypatch.setitem(os.environb, b"FERROLOOP_\xff", b"1")  # a name that is not UTF-8 names no setting
+    monkeypatch.setenv("FERROLOOP_PORT", "9007")
+    assert ferroloop.Config.from_env(app).port == 9007
+
+
+def test_from_env_names_a_setting_variable_that_is_not_utf8(monkeypatch):
+    monkeypatch.setitem(os.environb, b"FERROLOOP_ROOT_PATH", b"/caf\xe9")
+    with pytest.raises(ValueError, match=r"environment variable FERROLOOP_ROOT_PATH: not valid UTF-8"):
+        ferroloop.Config.from_env(app)
+    monkeypatch.delitem(os.environb, b"FERROLOOP_ROOT_PATH")
+    monkeypatch.setitem(os.environb, b"FORWARDED_ALLOW_IPS", b"\xff")
+    with pytest.raises(ValueError, match=r"environment variable FORWARDED_ALLOW_IPS: not valid UTF-8"):
+        ferroloop.Config.from_env(app)
+
+
+def test_from_env_reads_the_aliases(monkeypatch):
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "10.0.0.1")
+    assert ferroloop.Config.from_env(app).forwarded_allow_ips == "10.0.0.1"
+
+
+def test_env_aliases_are_the_tables():
+    """`server_settings()` does not carry a row's `env_alias`: the list in
+    _config.py follows the table's source."""
+    rows = (PROJECT_ROOT / "loop-cli" / "src" / "table" / "rows.rs").read_text()
+    assert sorted(re.findall(r'\.env_alias\("([A-Z_]+)"\)', rows)) == sorted(ENV_ALIASES)

@@ -155,7 +155,7 @@ def server_process(tmp_path):
     processes: list[ServerProcess] = []
 
     def spawn(argv, *, port=None, uds=None, pass_fds=(), wait=True) -> ServerProcess:
-        proc = ServerProcess(argv, port=port, uds=uds, log_dir=tmp_path, pass_fds=pass_fds)
+        proc = ServerProcess(argv, port=port, uds=uds, log_dir=tmp_path, env=http_support.server_env(), pass_fds=pass_fds)
         processes.append(proc)
         if wait:
             proc.wait_ready()

@@ -3,9 +3,10 @@
 * ``RawConn``: a byte-level HTTP/1.1 client over a real socket, for hostile
   input, pipelining, keep-alive and connection-state checks that real clients
   hide.
-* ``ServerProcess``: a server in a child interpreter (CLI ``python -m
-  ferroloop``, the ``ferroloop`` console script or ``ferroloop.serve()``), for
-  signals, exit codes and memory measured on ``/proc/PID/status``.
+* ``ServerProcess`` (``_helpers``, shared with ``tests/cli``): a server in
+  a child interpreter (CLI ``python -m ferroloop``, the ``ferroloop`` console
+  script or ``ferroloop.serve()``), for signals, exit codes and memory
+  measured on ``/proc/PID/status``; ``server_env()`` is its environment.
 * ``LogCapture``: records of the ``ferroloop.error`` / ``ferroloop.access``
   loggers.
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -26,8 +26,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from _helpers import PROJECT_ROOT, ServerProcess, child_env, free_port, raise_fd_limit  # noqa: F401 - re-exported
+
 HERE = Path(__file__).resolve().parent
-PROJECT_ROOT = HERE.parent.parent
 
 # Generous bound for socket reads that must succeed.
 IO_TIMEOUT = 5.0
@@ -292,12 +293,6 @@ def wait_until(predicate, timeout: float = IO_TIMEOUT, interval: float = 0.01, m
         time.sleep(interval)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # --------------------------------------------------------------------------
 # Logging
 
@@ -353,29 +348,14 @@ def open_fds(pid: int | str = "self") -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def raise_fd_limit(n: int) -> None:
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < n:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
-
-
 # --------------------------------------------------------------------------
 # Servers in a child process
 
 
-def child_env(extra: dict | None = None) -> dict:
-    env = dict(os.environ)
-    env.pop("PYTHONASYNCIODEBUG", None)
-    env.pop("PYTHONDEVMODE", None)
-    # The project root (``tests.http.apps``) and this directory (``apps``).
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(PROJECT_ROOT), str(HERE), env.get("PYTHONPATH")) if p
-    )
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra or {})
-    return env
+def server_env() -> dict:
+    """A child server's environment: the project root (``tests.http.apps``)
+    and this directory (``apps``) importable."""
+    return child_env(pythonpath=(str(PROJECT_ROOT), str(HERE)))
 
 
 def cli_argv(*args: str, console_script: bool = False) -> list[str]:
@@ -389,98 +369,10 @@ def run_cli(*args: str, console_script: bool = False, timeout: float = 30.0, **k
     return subprocess.run(
         cli_argv(*args, console_script=console_script),
         cwd=PROJECT_ROOT,
-        env=child_env(),
+        env=server_env(),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,
         **kw,
     )
-
-
-class ServerProcess:
-    """A server in a child process; output goes to files (no pipe can fill)."""
-
-    def __init__(self, argv: list[str], *, port: int | None, uds: str | None, log_dir: Path, pass_fds=()) -> None:
-        self.argv = argv
-        self.port = port
-        self.uds = uds
-        self.stdout_path = log_dir / f"server-{id(self)}.out"
-        self.stderr_path = log_dir / f"server-{id(self)}.err"
-        self._stdout = open(self.stdout_path, "wb")
-        self._stderr = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen(
-            argv,
-            cwd=PROJECT_ROOT,
-            env=child_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=self._stdout,
-            stderr=self._stderr,
-            pass_fds=pass_fds,
-            preexec_fn=lambda: raise_fd_limit(8192),
-        )
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def output(self) -> str:
-        self._stdout.flush()
-        self._stderr.flush()
-        return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
-
-    def wait_ready(self, timeout: float = 20.0) -> "ServerProcess":
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"server exited with {self.proc.returncode} before listening:\n{self.output()}"
-                )
-            try:
-                if self.uds is not None:
-                    with socket.socket(socket.AF_UNIX) as s:
-                        s.settimeout(1.0)
-                        s.connect(self.uds)
-                else:
-                    with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
-                        pass
-                return self
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.kill()
-                    raise AssertionError(f"server not listening within {timeout} s:\n{self.output()}")
-                time.sleep(0.05)
-
-    def send_signal(self, signum: int = signal.SIGTERM) -> None:
-        self.proc.send_signal(signum)
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 20.0) -> int:
-        """Signal and wait; returns the exit code (fails if it hangs)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signum)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"server did not exit within {timeout} s of signal {signum}:\n{self.output()}")
-
-    def wait_exit(self, timeout: float = 20.0) -> int:
-        """Wait (without signalling) for the exit code."""
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"server did not exit within {timeout} s:\n{self.output()}")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def close_files(self) -> None:
-        self._stdout.close()
-        self._stderr.close()

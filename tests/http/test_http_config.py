@@ -261,3 +261,14 @@ def test_cli_lifespan_off_and_auto_with_unsupported_app_serve(cli_server):
         proc = cli_server("tests.http.apps:no_lifespan_app", "--lifespan", mode)
         assert httpx.get(f"{proc.url}/").status_code == 200
         assert proc.stop() == 0
+
+
+def test_cli_children_ignore_the_developers_server_variables(cli_server, monkeypatch):
+    """What the command reads from the environment comes from the test,
+    never from the shell that runs pytest."""
+    monkeypatch.setenv("FERROLOOP_ROOT_PATH", "/from-the-shell")
+    monkeypatch.setenv("WEB_CONCURRENCY", "4")  # --workers 4: refused if it reached the child
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "10.0.0.0/8")
+    srv = cli_server()
+    assert httpx.get(f"{srv.url}/scope").json()["root_path"] == ""
+    assert srv.stop() == 0

@@ -14,7 +14,7 @@ import re
 import socket
 import subprocess
 import sys
-import time
+import threading
 
 import httpx
 import pytest
@@ -44,12 +44,36 @@ def test_client_gone_is_not_an_app_error(start_server, capture_logs):
     assert not [r for r in errors.records if r.levelno >= logging.ERROR], errors.text()
 
 
+def _processed(srv, access) -> None:
+    """Wait until the server has handled what came before: a later
+    request's access line is logged after it."""
+    marker = f"/processed-{len(access.records)}"
+    httpx.get(f"{srv.url}{marker}")
+    wait_until(lambda: any(marker in m for m in access.messages()), timeout=5, message="no access line for the marker")
+
+
 def test_client_gone_logs_nothing_at_info(start_server, capture_logs):
-    srv = start_server(apps.app, log_level="info")
-    errors = capture_logs("error")
+    finished = threading.Event()
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        if scope["path"] != "/wait":
+            await apps.app(scope, receive, send)
+            return
+        try:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            await send({"type": "http.response.start", "status": 200, "headers": []})  # raises: the client left
+        finally:
+            finished.set()
+
+    srv = start_server(app, log_level="info")
+    errors, access = capture_logs("error"), capture_logs("access")
     errors.logger.setLevel(logging.INFO)
-    subprocess.run(["curl", "-s", "-m", "0.3", f"{srv.url}/sleep?t=0.8"], capture_output=True)
-    time.sleep(1.2)
+    subprocess.run(["curl", "-s", "-m", "0.3", f"{srv.url}/wait"], capture_output=True)
+    assert finished.wait(5), "the app never saw its client leave"
+    _processed(srv, access)
     assert not [r for r in errors.records if r.levelno >= logging.WARNING], errors.text()
 
 
@@ -58,6 +82,9 @@ def test_send_after_the_servers_own_413_raises_client_disconnected(start_server,
 
     async def app(scope, receive, send):
         if scope["type"] != "http":
+            return
+        if scope["path"] != "/":  # _processed's request
+            await apps.app(scope, receive, send)
             return
         while (await receive())["type"] != "http.disconnect":
             pass
@@ -77,7 +104,7 @@ def test_send_after_the_servers_own_413_raises_client_disconnected(start_server,
         assert conn.read_response().status == 413
     wait_until(lambda: seen, timeout=5)
     assert isinstance(seen[0], ferroloop.ClientDisconnected), seen
-    time.sleep(0.1)
+    _processed(srv, capture_logs("access"))
     assert "Unexpected ASGI message" not in errors.text()
     assert not [r for r in errors.records if r.levelno >= logging.ERROR], errors.text()
 
@@ -186,6 +213,8 @@ def _lifecycle(cap) -> list[str]:
 
 def test_lifecycle_lines_at_debug(start_server, capture_logs):
     srv = start_server(apps.app, log_level="debug", timeout_keep_alive=0.3, timeout_request_head=0.3)
+    # The client that closes first gets a keep-alive long enough for any pause.
+    patient = start_server(apps.app, log_level="debug", timeout_keep_alive=60)
     errors = capture_logs("error")
     with srv.raw() as conn:  # a request, then idle: the keep-alive timeout
         conn.send(request_bytes("GET", "/"))
@@ -195,7 +224,7 @@ def test_lifecycle_lines_at_debug(start_server, capture_logs):
     with srv.raw() as silent:  # nothing sent: the head timeout
         silent_port = silent.local_port
         assert silent.wait_closed()
-    with srv.raw() as leaving:  # the client closes
+    with patient.raw() as leaving:  # the client closes
         leaving_port = leaving.local_port
         leaving.send(request_bytes("GET", "/"))
         leaving.read_response()
@@ -227,12 +256,12 @@ def test_cli_log_level_shows_the_lifecycle(cli_server, level):
 
 def test_no_lifecycle_lines_at_info(start_server, capture_logs):
     srv = start_server(apps.app, log_level="info")
-    errors = capture_logs("error")
+    errors, access = capture_logs("error"), capture_logs("access")
     errors.logger.setLevel(logging.INFO)
     with srv.raw() as conn:
         conn.send(request_bytes("GET", "/"))
         conn.read_response()
-    time.sleep(0.7)  # past a sweep, which refreshes the cached levels
+    _processed(srv, access)  # the first connection's close was handled
     assert _lifecycle(errors) == []
 
 
@@ -282,8 +311,10 @@ def test_cli_access_log_default_and_off(cli_server):
     srv.stop()
     quiet = cli_server("tests.http.apps:app", "--no-access-log")
     httpx.get(f"{quiet.url}/")
-    time.sleep(0.3)
-    quiet.stop()
+    # The response was sent, so a line for it would have been logged before
+    # the shutdown, whose own line shows that logging works.
+    assert quiet.stop() == 0
+    assert "Shutting down" in quiet.output(), quiet.output()
     assert '"GET / HTTP/1.1"' not in quiet.output()
 
 

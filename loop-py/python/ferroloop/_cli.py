@@ -57,6 +57,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         sys.path.insert(0, os.path.abspath(app_dir))
     elif "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")
+    # Logging before the app is imported, as uvicorn: loggers the app makes
+    # at import survive a --log-config, and an app's own basicConfig() does
+    # not replace the default (Server.serve does not configure it again).
+    try:
+        config.configure_logging()
+    except LogConfigError as exc:
+        print(f"Error: invalid --log-config {exc.path}: {exc.reason}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file that went missing
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_APP_ERROR
     try:
         config.load_app()  # before binding: a typo fails fast (Server reuses it)
     except AppLoadError as exc:
@@ -69,9 +80,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         run(Server(config).serve())
     except LifespanFailed:
         return EXIT_STARTUP_FAILED
-    except LogConfigError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return EXIT_APP_ERROR
     except OSError as exc:
         # Once, through the configured logging (uvicorn's form:
         # `[Errno 98] error while attempting to bind on address …`).

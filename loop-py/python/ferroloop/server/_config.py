@@ -182,6 +182,11 @@ _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "headers": _check_headers,
 }
 
+#: The variables read for a setting besides `prefix` + its name (the
+#: table's `env_alias` rows, which `server_settings()` does not carry):
+#: uvicorn's names.
+ENV_ALIASES = ("FORWARDED_ALLOW_IPS", "WEB_CONCURRENCY")
+
 #: What `None` means for a setting whose `None` is not kept as is.
 _NONE = {
     "forwarded_allow_ips": lambda: os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
@@ -245,6 +250,7 @@ class Config:
         if sum(values[x] is not None for x in ("uds", "fd", "sock")) > 1:
             raise ValueError("uds, fd, sock: give at most one listener source")
         self.app = app
+        self._logging_configured = False
         for name, value in values.items():
             setattr(self, name, value)
         # Checked here (not at start-up) so a bad list fails at construction.
@@ -257,8 +263,8 @@ class Config:
         `prefix` + its name in upper case (`FERROLOOP_PORT`), parsed as the
         command line parses it (empty or `none`: `None` where allowed);
         `overrides` win over the environment. Raises `ValueError` naming a
-        variable whose value does not parse."""
-        values, ignored = _native.config_from_env(dict(os.environ), prefix)
+        variable whose value does not parse or is not UTF-8."""
+        values, ignored = _native.config_from_env(_settings_environ(prefix), prefix)
         for warning in ignored:
             warnings.warn(warning, stacklevel=2)
         return cls(app, **{**values, **overrides})
@@ -293,8 +299,35 @@ class Config:
 
     def configure_logging(self) -> None:
         """Apply `log_config` (or the default configuration, unless the
-        application configured logging itself) and `log_level`."""
+        application configured logging itself) and `log_level`, once: the
+        command line does it before importing the app (as uvicorn), so
+        `Server.serve` then leaves it alone."""
+        if self._logging_configured:
+            return
         configure_logging(self.log_config, self.log_level, self.use_colors)
+        self._logging_configured = True
+
+
+def _settings_environ(prefix: str) -> dict[str, str]:
+    """The variables `Config.from_env` may read (`prefix`*, the aliases):
+    an unrelated variable that is not UTF-8 is none of its business."""
+    environ = {}
+    for name, value in os.environ.items():
+        if not (name.startswith(prefix) or name in ENV_ALIASES) or not _is_utf8(name):
+            continue  # a name that is not UTF-8 names no setting
+        if not _is_utf8(value):
+            raise ValueError(f"invalid value for environment variable {name}: not valid UTF-8 ({os.fsencode(value)!r})")
+        environ[name] = value
+    return environ
+
+
+def _is_utf8(text: str) -> bool:
+    """False for the surrogate escapes `os.environ` makes of other bytes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 Config.__init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

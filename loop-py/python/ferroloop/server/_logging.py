@@ -123,7 +123,34 @@ LOGGING_CONFIG: dict[str, Any] = {
 
 
 class LogConfigError(RuntimeError):
-    """A `log_config` that cannot be applied (the message says why)."""
+    """A `log_config` that cannot be applied: `reason` says why, `path`
+    names its file (None for a dict)."""
+
+    def __init__(self, reason: str, path: str | None = None) -> None:
+        self.reason = reason
+        self.path = path
+        super().__init__(f"log_config {path!r}: {reason}" if path is not None else f"log_config: {reason}")
+
+
+#: What loading and applying a wrong configuration raises: dictConfig wraps
+#: most problems in ValueError; fileConfig raises configparser errors,
+#: KeyError for a missing section and (3.12+) RuntimeError.
+_CONFIG_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    ImportError,
+    KeyError,
+    RuntimeError,
+    configparser.Error,
+)
+
+
+def _reason(exc: BaseException) -> str:
+    """One line: dictConfig's message and the error it wraps."""
+    text = f"{exc}: {exc.__cause__}" if exc.__cause__ is not None else str(exc)
+    return " ".join(text.split()) or type(exc).__name__
 
 
 def check_log_config(value: object) -> dict[str, Any] | str | None:
@@ -138,23 +165,37 @@ def check_log_config(value: object) -> dict[str, Any] | str | None:
     raise ValueError(f"log_config: expected a dict or a file path, got {value!r}")
 
 
+def _dict_config(config: object) -> None:
+    if not isinstance(config, dict):
+        raise ValueError(f"expected a mapping of dictConfig keys, got {type(config).__name__}")
+    logging.config.dictConfig(config)
+
+
 def _load_file(path: str) -> None:
+    """Apply a JSON, YAML or INI file as uvicorn does (JSON and YAML to
+    dictConfig as they are; INI keeping existing loggers)."""
     lower = path.lower()
-    if lower.endswith(".json"):
-        with open(path) as f:
-            logging.config.dictConfig(json.load(f))
-    elif lower.endswith((".yaml", ".yml")):
-        try:
-            import yaml
-        except ImportError:
-            raise LogConfigError(f"log_config {path!r} is YAML: install PyYAML to read it (pip install pyyaml)") from None
-        with open(path) as f:
-            logging.config.dictConfig(yaml.safe_load(f))
-    else:
-        try:
+    errors = _CONFIG_ERRORS
+    try:
+        if lower.endswith(".json"):
+            with open(path) as f:
+                config = json.load(f)
+            _dict_config(config)
+        elif lower.endswith((".yaml", ".yml")):
+            try:
+                import yaml
+            except ImportError:
+                raise LogConfigError("a YAML file needs PyYAML (pip install pyyaml)", path) from None
+            errors = (*errors, yaml.YAMLError)
+            with open(path) as f:
+                config = yaml.safe_load(f)
+            _dict_config(config)
+        else:
             logging.config.fileConfig(path, disable_existing_loggers=False)
-        except (configparser.Error, KeyError) as exc:
-            raise LogConfigError(f"log_config {path!r}: not a valid logging configuration file ({exc})") from exc
+    except LogConfigError:
+        raise
+    except errors as exc:
+        raise LogConfigError(_reason(exc), path) from exc
 
 
 def configure_logging(
@@ -167,8 +208,8 @@ def configure_logging(
     if isinstance(log_config, dict):
         try:
             logging.config.dictConfig(log_config)
-        except (ValueError, TypeError, AttributeError, ImportError) as exc:
-            raise LogConfigError(f"log_config: {exc}") from exc
+        except _CONFIG_ERRORS as exc:
+            raise LogConfigError(_reason(exc)) from exc
     elif isinstance(log_config, str):
         if not os.path.exists(log_config):
             raise FileNotFoundError(2, f"log_config: no such file: {log_config!r}")
