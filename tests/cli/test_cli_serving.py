@@ -51,8 +51,7 @@ def test_env_file_expands_braces_like_python_dotenv(ferroloop_cmd, tmp_path):
     )
     # The process environment wins over the file, for expansion too.
     env = {"PORT": str(port), "WHO": "env", "BASE": "from-env"}
-    child = ferroloop_cmd("cliapp:app", "--env-file", ".env", cwd=tmp_path, env=env)
-    child.wait_port(port)
+    ferroloop_cmd("cliapp:app", "--env-file", ".env", port=port, cwd=tmp_path, env=env)
     assert get(port).json()["greeting"] == "env/from-env/dflt/$BASE"
 
 

@@ -346,8 +346,19 @@ pub fn test(args: &[String]) -> Result<(), String> {
         let shipped = build_wheel(venv, "release", Build::Shipped)?;
         wheel::smoke_test(&shipped, &python.executable)?;
         build_and_install_test_wheel(venv)?;
-        // pytest's exit code 5 (no tests collected) is a failure like any other.
-        cmd::run(cmd::new(venv.python()).args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]))?;
+        // pytest's exit code 5 (no tests collected) is a failure like any
+        // other. Two workers (pytest-xdist), one per core: each test's
+        // servers and clients are its own, so the suite takes half the
+        // time (319 s → 151 s on 3.11).
+        cmd::run(cmd::new(venv.python()).args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+        ]))?;
         if !quick {
             let mut conformance = cmd::new(venv.python());
             conformance.args(["tests/conformance/run.py", "--loop", "ferroloop"]);

@@ -12,6 +12,8 @@ const BASE_PACKAGES: &[&str] = &[
     "maturin>=1.7,<2",
     "pytest>=8",
     "pytest-timeout>=2",
+    // The suite runs on two workers (`cargo xtask test`): half the wall time.
+    "pytest-xdist>=3",
     "anyio>=4.1",
     // Stacks and peers the tests run with the loop.
     "uvicorn>=0.36",
@@ -28,7 +30,7 @@ const BASE_PACKAGES: &[&str] = &[
 
 /// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
 const BASE_IMPORTS: &str =
-    "import maturin, pytest, pytest_timeout, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets, yaml";
+    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets, yaml";
 
 pub struct Venv {
     pub dir: PathBuf,
