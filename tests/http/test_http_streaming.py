@@ -238,7 +238,7 @@ def test_1000_idle_keep_alive_connections_then_released(serve_process):
         # And a fresh client is served promptly meanwhile.
         began = time.monotonic()
         assert httpx.get(f"{proc.url}/", timeout=10).status_code == 200
-        assert time.monotonic() - began < 1.0
+        assert time.monotonic() - began < 3.0
     finally:
         for conn in conns:
             conn.close()
