@@ -3,25 +3,11 @@
 
 use std::path::PathBuf;
 
-use loop_cli::{parse, validate_app, AppProblem, CliError, Command, Settings};
+use loop_cli::{parse, validate_app, AppProblem, CliError, Command};
 
-fn run(args: &[&str]) -> Settings {
-    match parse(args) {
-        Ok(Command::Run(s)) => s,
-        other => panic!("{args:?}: expected Run, got {other:?}"),
-    }
-}
+mod support;
 
-fn err(args: &[&str]) -> CliError {
-    match parse(args) {
-        Err(e) => e,
-        Ok(other) => panic!("{args:?}: expected an error, got {other:?}"),
-    }
-}
-
-fn msg(args: &[&str]) -> String {
-    err(args).to_string()
-}
+use support::{err, msg, run};
 
 // ---- error messages ---------------------------------------------------------
 

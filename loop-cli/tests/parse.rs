@@ -7,23 +7,9 @@ use loop_cli::{
     help, parse, parse_with_prog, CliError, Command, Lifespan, Listen, LogLevel, Settings,
 };
 
-fn run(args: &[&str]) -> Settings {
-    match parse(args) {
-        Ok(Command::Run(s)) => s,
-        other => panic!("{args:?}: expected Run, got {other:?}"),
-    }
-}
+mod support;
 
-fn err(args: &[&str]) -> CliError {
-    match parse(args) {
-        Err(e) => e,
-        Ok(other) => panic!("{args:?}: expected an error, got {other:?}"),
-    }
-}
-
-fn msg(args: &[&str]) -> String {
-    err(args).to_string()
-}
+use support::{err, msg, run};
 
 // ---- defaults -------------------------------------------------------------
 
