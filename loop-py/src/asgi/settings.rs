@@ -39,6 +39,9 @@ pub struct Settings {
     pub access_format: AccessFormat,
     /// The format shows `duration_ms`: requests are timed.
     pub access_timed: bool,
+    /// WebSocket sessions' limits and timeouts; `None` when `ws` is
+    /// `"none"` (an upgrade request is then plain HTTP to the app).
+    pub ws: Option<loop_ws::Config>,
 }
 
 impl Settings {
@@ -127,6 +130,8 @@ impl Settings {
             reset_contextvars: get("reset_contextvars")?.extract()?,
             proxy,
             access_log: get("access_log")?.extract()?,
+            // TODO(issue 14, settings slice): read the ws_* rows.
+            ws: Some(loop_ws::Config::default()),
         })
     }
 }
