@@ -67,8 +67,8 @@
 //!   (unless a `--workers` flag is given: the flag wins).
 //! * `--ws` takes uvicorn's values: `auto`, and `websockets`,
 //!   `websockets-sansio` and `wsproto` as names for ferroloop's native
-//!   WebSocket (the server notes the alias once at startup); `none` refuses
-//!   upgrades (the request reaches the app as plain HTTP). A `module:attr`
+//!   WebSocket (the server notes the alias once at startup); `none` serves
+//!   no WebSocket (an upgrade request reaches the app as plain HTTP). A `module:attr`
 //!   protocol class, which uvicorn's `Config` imports, is refused
 //!   ([`CliError::Refused`]). The `--ws-*` options are uvicorn's, plus
 //!   ferroloop's bounds `--ws-max-frame-size`, `--ws-max-queue-bytes` and

@@ -401,9 +401,10 @@ pub static SETTINGS: &[Setting] = &[
             ignore_case: false,
         },
         Lit::Str("auto"),
-        "WebSocket protocol implementation: auto serves WebSocket with ferroloop's native \
-         implementation; websockets, websockets-sansio and wsproto are accepted as names for \
-         it; none refuses upgrades (an upgrade request reaches the app as plain HTTP).",
+        "WebSocket protocol implementation: auto is ferroloop's native one, and websockets, \
+         websockets-sansio and wsproto are accepted as names for it; none serves no WebSocket \
+         (an upgrade request reaches the app as plain HTTP). A module:attr class is not \
+         supported.",
     )
     .cli("--ws")
     .expected("expected one of: auto, none, websockets, websockets-sansio, wsproto")
@@ -467,7 +468,7 @@ pub static SETTINGS: &[Setting] = &[
         Kind::Int { min: 1, max: None },
         Lit::None,
         "Largest WebSocket frame payload, in bytes, as sent (compressed); larger is closed \
-         with 1009. Not given: --ws-max-size.",
+         with 1009 (default: the --ws-max-size value).",
     )
     .cli("--ws-max-frame-size")
     .null(Null::Unset)
@@ -478,7 +479,7 @@ pub static SETTINGS: &[Setting] = &[
         Kind::Int { min: 1, max: None },
         Lit::Int(16 * MIB),
         "Bytes of received WebSocket messages the app has not taken yet before reading pauses, \
-         whatever their number (bounds --ws-max-queue x --ws-max-size).",
+         however few they are (so --ws-max-queue large messages cannot pile up).",
     )
     .cli("--ws-max-queue-bytes")
     .expected("expected an integer of at least 1")
