@@ -24,7 +24,7 @@ mod messages;
 mod proxy;
 mod scope;
 mod server;
-mod settings;
+pub(crate) mod settings;
 mod shared;
 
 use pyo3::prelude::*;
