@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from contenders import BASE
-from http_servers import BENCH, GRANIAN_ARGS, HTTP_SERVE, SERVED_BY_HTTP_SERVE, Server
+from http_servers import BENCH, GRANIAN_ARGS, HTTP_SERVE, SERVED_BY_HTTP_SERVE, UVICORN_ARGS, Server
+from http_servers import SERVERS as HTTP_SERVERS
 
 APP_MODULE = "ws_app"
 APP_SPEC = f"{APP_MODULE}:app"
@@ -22,21 +23,14 @@ PICOWS_SERVER = BENCH / "ws_picows.py"
 
 # The HTTP suite's granian, with its WebSocket support on.
 WS_GRANIAN_ARGS = tuple("--ws" if a == "--no-ws" else a for a in GRANIAN_ARGS)
-UVICORN_ARGS = (
-    "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--workers", "1",
-    "--lifespan", "on", "--log-level", "warning",
-)  # fmt: skip
 UVICORN_WS = {"uvicorn-sansio": "websockets-sansio", "uvicorn-wsproto": "wsproto"}
 
 SERVERS: dict[str, Server] = {
     s.name: s
     for s in (
-        Server("ferroloop", (), 'ferroloop.serve(app, host="127.0.0.1", port=P, access_log=False)'),
-        Server(
-            BASE,
-            (),
-            "the same, with ferroloop imported from the baseline wheel (first on PYTHONPATH)",
-        ),
+        # Started as in the HTTP suite, serving ws_app.
+        HTTP_SERVERS["ferroloop"],
+        HTTP_SERVERS[BASE],
         Server(
             "uvicorn-sansio",
             ("uvicorn", "websockets", "httptools", "uvloop"),
@@ -48,12 +42,7 @@ SERVERS: dict[str, Server] = {
             "uvicorn --ws wsproto " + " ".join(UVICORN_ARGS),
         ),
         Server("granian", ("granian", "uvloop"), "granian " + " ".join(WS_GRANIAN_ARGS)),
-        Server(
-            "cadeloop",
-            ("cadeloop",),
-            'cadeloop.serve(app, host="127.0.0.1", port=P, access_log=False) '
-            "(defaults: workers=1, latency_mode=balanced)",
-        ),
+        HTTP_SERVERS["cadeloop"],
         Server(
             "picows",
             ("picows", "uvloop"),

@@ -111,6 +111,19 @@ def _run_client(argv: list[str], cpu: int, client_err, timeout: float) -> dict:
     return result
 
 
+def _result(events: JsonLines, load: subprocess.Popen) -> dict:
+    """The client's last line, once it has exited."""
+    result = events.expect("result", CLIENT_SLACK_S)
+    load.wait(timeout=CLIENT_SLACK_S)
+    return result
+
+
+def _reap(load: subprocess.Popen) -> None:
+    if load.poll() is None:
+        load.kill()
+        load.wait()
+
+
 def _echo(proc, port, client, workload, timing, placement, client_err) -> dict:
     """The measured echo run against a listening server."""
     load = subprocess.Popen(
@@ -125,12 +138,9 @@ def _echo(proc, port, client, workload, timing, placement, client_err) -> dict:
         server0, client0 = procstat.tree_cpu_seconds(tree), procstat.cpu_seconds(load.pid)
         events.expect("measure_end", timing.duration_s + CLIENT_SLACK_S)
         server1, client1 = procstat.tree_cpu_seconds(tree), procstat.cpu_seconds(load.pid)
-        result = events.expect("result", CLIENT_SLACK_S)
-        load.wait(timeout=CLIENT_SLACK_S)
+        result = _result(events, load)
     finally:
-        if load.poll() is None:
-            load.kill()
-            load.wait()
+        _reap(load)
     _client_failed(result, workload.conns)
     if not result["messages"]:
         raise Failed("error", "no message echoed in the measured window")
@@ -178,12 +188,9 @@ def _idle(proc, port, client, workload, timing, placement, client_err) -> dict:
         tree = procstat.process_tree(proc.pid)
         during = procstat.tree_rss_kib(tree)
         load.stdin.close()  # the client closes every connection and reports
-        result = events.expect("result", CLIENT_SLACK_S)
-        load.wait(timeout=CLIENT_SLACK_S)
+        result = _result(events, load)
     finally:
-        if load.poll() is None:
-            load.kill()
-            load.wait()
+        _reap(load)
     _client_failed(result, workload.conns)
     if opened["failed"]:
         raise Failed("error", f"{opened['failed']} of {workload.conns} connections failed to open")

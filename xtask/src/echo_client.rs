@@ -425,6 +425,19 @@ pub(crate) fn json_string(text: &str) -> String {
     out
 }
 
+/// Distinct error messages with how many connections each ended, as the
+/// elements of a JSON array (the echo and WebSocket clients' report).
+pub(crate) fn error_list(errors: &[(String, u64)]) -> String {
+    let quoted: Vec<String> = errors
+        .iter()
+        .map(|(message, count)| {
+            let plural = if *count == 1 { "" } else { "s" };
+            json_string(&format!("{message} ({count} connection{plural})"))
+        })
+        .collect();
+    quoted.join(",")
+}
+
 pub(crate) fn event(name: &str) {
     // The harness reads a pipe and must see each event when it happens.
     let mut out = io::stdout().lock();
@@ -531,14 +544,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         seconds,
         tally,
     } = run(&opts, event)?;
-    let errors: Vec<String> = tally
-        .errors
-        .iter()
-        .map(|(message, count)| {
-            let plural = if *count == 1 { "" } else { "s" };
-            json_string(&format!("{message} ({count} connection{plural})"))
-        })
-        .collect();
+    let errors = error_list(&tally.errors);
     println!(
         "{{\"event\":\"result\",\"addr\":\"{}\",\"conns\":{},\"size\":{},\"messages\":{messages},\
          \"bytes\":{},\"seconds\":{seconds:.6},\"bytes_sent\":{},\"total_messages\":{},\
@@ -552,7 +558,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         tally.failed,
         tally.mismatches,
         tally.unclosed,
-        errors.join(","),
+        errors,
     );
     if tally.failed == 0 {
         Ok(())

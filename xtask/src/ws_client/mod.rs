@@ -44,7 +44,7 @@ use std::io::{self, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::echo_client::{event, json_string, random_bytes, seconds};
+use crate::echo_client::{error_list, event, json_string, random_bytes, seconds};
 use crate::ws_wire;
 use session::{drive, settled, text_pattern, Client, Connection, Phase, Tally};
 
@@ -276,18 +276,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     report.latencies_us.sort_unstable();
     let lat = &report.latencies_us;
     let tally = &report.tally;
-    let errors: Vec<String> = tally
-        .errors
-        .iter()
-        .map(|(message, count)| {
-            let more = if *count > 1 {
-                format!(" (and {} more)", count - 1)
-            } else {
-                String::new()
-            };
-            json_string(&format!("{message}{more}"))
-        })
-        .collect();
+    let errors = error_list(&tally.errors);
     let params = tally.deflate_params.map_or("null".to_string(), |p| {
         json_string(&format!(
             "server_no_context_takeover={} client_no_context_takeover={} server_max_window_bits={} client_max_window_bits={}",
@@ -318,7 +307,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         tally.mismatches,
         tally.unclosed,
         tally.bad_close,
-        errors.join(","),
+        errors,
     );
     if tally.failed == 0 {
         Ok(())
