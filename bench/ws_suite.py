@@ -54,8 +54,8 @@ __all__ = ["Placement", "Timing", "build_client", "run"]
 
 WARMUP_S = 1.0
 DURATION_S = 5.0
-QUICK_WARMUP_S = 0.5
-QUICK_DURATION_S = 1.0
+QUICK_WARMUP_S = 0.25
+QUICK_DURATION_S = 0.75
 # The idle workload's warm-up: one connection, a few messages with deflate.
 IDLE_WARMUP = ("--conns", "1", "--size", "4096", "--text", "--deflate",
                "--warmup", "0", "--duration", "0.2")  # fmt: skip
