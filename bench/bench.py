@@ -605,7 +605,8 @@ def main() -> int:
         "--contenders",
         type=lambda s: _names(s, ws_servers.SERVERS, "server"),
         help=f"comma-separated, default all: "
-        f"{','.join(s for s in ws_servers.SERVERS if s != BASE)} (and {BASE} with --baseline-wheel)",
+        f"{','.join(s for s in ws_servers.SERVERS if s != BASE)} "
+        f"(and {BASE} with --baseline-wheel)",
     )
     ws.add_argument(
         "--workloads",

@@ -74,7 +74,9 @@ def _header(result: dict) -> list[str]:
     ]
     noted = _close_notes(result)
     if noted:
-        notes.append("- closing handshake not completed as RFC 6455 asks (noted, not failed): " + noted)
+        notes.append(
+            "- closing handshake not completed as RFC 6455 asks (noted, not failed): " + noted
+        )
     return report.header(result, "WebSocket benchmark (single worker)", text, notes)
 
 

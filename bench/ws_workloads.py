@@ -25,7 +25,8 @@ class WsWorkload:
         if self.kind == IDLE:
             return f"idle, {self.conns:,} open" + (" (deflate offered)" if self.deflate else "")
         size = f"{self.size // 1024} KiB" if self.size >= 1024 else f"{self.size} B"
-        return f"{'text' if self.text else 'binary'} {size}" + (" + deflate" if self.deflate else "")
+        kind = "text" if self.text else "binary"
+        return f"{kind} {size}" + (" + deflate" if self.deflate else "")
 
 
 WORKLOADS: dict[str, WsWorkload] = {
