@@ -219,6 +219,29 @@ def _result(suite: str, started: float, args, contenders: Contenders, method: di
     }
 
 
+def _complete(result: dict, started: float, records: list[dict], summary: dict) -> None:
+    """The fields a suite's result gets once its measurements are taken."""
+    result |= {
+        "duration_s": time.time() - started,
+        "load_after": hostinfo.load_average(),
+        "workloads": summary,
+        "measurements": records,
+    }
+
+
+def _built_client(args: argparse.Namespace) -> bool:
+    """`args.client`, built when not given (the echo and WebSocket load
+    generators are one xtask binary); False, after saying why, when that fails."""
+    if args.client is not None:
+        return True
+    try:
+        args.client = echo_suite.build_client()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"error: cannot build the load generator (xtask): {exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _finish(
     suite: str, started: float, args, result: dict, table: str, core: tuple[str, ...] = CORE
 ) -> int:
@@ -255,12 +278,7 @@ def run_sched(args: argparse.Namespace) -> int:
     records = sched_suite.run(
         contenders.env, contenders.runnable, workloads, rounds, divisor, cpu, _sched_progress
     )
-    result |= {
-        "duration_s": time.time() - started,
-        "load_after": hostinfo.load_average(),
-        "workloads": summarize_sched(records, contenders.runnable, workloads),
-        "measurements": records,
-    }
+    _complete(result, started, records, summarize_sched(records, contenders.runnable, workloads))
     return _finish("sched", started, args, result, sched_report.markdown(result))
 
 
@@ -268,12 +286,8 @@ def run_echo(args: argparse.Namespace) -> int:
     contenders = _prepare(args)
     if contenders is None:
         return 1
-    if args.client is None:
-        try:
-            args.client = echo_suite.build_client()
-        except (OSError, subprocess.CalledProcessError) as exc:
-            print(f"error: cannot build the echo client: {exc}", file=sys.stderr)
-            return 1
+    if not _built_client(args):
+        return 1
     workloads = args.workloads or list(ECHO_WORKLOADS)
     rounds = _rounds(args, "echo")
     timing = echo_suite.Timing(
@@ -304,12 +318,7 @@ def run_echo(args: argparse.Namespace) -> int:
         placement,
         _echo_progress,
     )
-    result |= {
-        "duration_s": time.time() - started,
-        "load_after": hostinfo.load_average(),
-        "workloads": summarize_echo(records, contenders.runnable, workloads),
-        "measurements": records,
-    }
+    _complete(result, started, records, summarize_echo(records, contenders.runnable, workloads))
     return _finish("echo", started, args, result, echo_report.markdown(result))
 
 
@@ -369,12 +378,7 @@ def run_http(args: argparse.Namespace) -> int:
         placement,
         _http_progress,
     )
-    result |= {
-        "duration_s": time.time() - started,
-        "load_after": hostinfo.load_average(),
-        "workloads": summarize_http(records, contenders.runnable, workloads),
-        "measurements": records,
-    }
+    _complete(result, started, records, summarize_http(records, contenders.runnable, workloads))
     return _finish(
         "http", started, args, result, http_report.markdown(result), core=http_servers.CORE
     )
@@ -390,12 +394,8 @@ def run_ws(args: argparse.Namespace) -> int:
     )
     if contenders is None:
         return 1
-    if args.client is None:
-        try:
-            args.client = ws_suite.build_client()
-        except (OSError, subprocess.CalledProcessError) as exc:
-            print(f"error: cannot build the WebSocket client: {exc}", file=sys.stderr)
-            return 1
+    if not _built_client(args):
+        return 1
     workloads = args.workloads or list(WS_WORKLOADS)
     rounds = _rounds(args, "ws")
     timing = ws_suite.Timing(
@@ -428,12 +428,7 @@ def run_ws(args: argparse.Namespace) -> int:
         placement,
         _ws_progress,
     )
-    result |= {
-        "duration_s": time.time() - started,
-        "load_after": hostinfo.load_average(),
-        "workloads": summarize_ws(records, contenders.runnable, workloads),
-        "measurements": records,
-    }
+    _complete(result, started, records, summarize_ws(records, contenders.runnable, workloads))
     return _finish("ws", started, args, result, ws_report.markdown(result), core=ws_servers.CORE)
 
 

@@ -42,7 +42,6 @@ from benchenv import BenchEnv
 from echo_suite import (
     Failed,
     JsonLines,
-    build_client,
     exit_description,
     last_words,
     stderr_tail,
@@ -50,7 +49,7 @@ from echo_suite import (
 from http_suite import Placement, app_count, free_port, start_server, stop
 from ws_workloads import IDLE, WORKLOADS, WsWorkload
 
-__all__ = ["Placement", "Timing", "build_client", "run"]
+__all__ = ["Placement", "Timing", "run"]
 
 WARMUP_S = 1.0
 DURATION_S = 5.0
