@@ -27,7 +27,7 @@ mod messages;
 mod proxy;
 mod scope;
 mod server;
-mod settings;
+pub(crate) mod settings;
 mod shared;
 mod ws;
 
