@@ -41,7 +41,8 @@ class Seen:
 def _start(app, **config):
     import ferroloop
 
-    server = ferroloop.Server(ferroloop.Config(app, port=0, host="127.0.0.1", log_level="warning", **config))
+    config.setdefault("log_level", "warning")
+    server = ferroloop.Server(ferroloop.Config(app, port=0, host="127.0.0.1", **config))
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -389,3 +390,52 @@ def test_graceful_shutdown_sends_1012(asgi_server):
     run(client())
     seen.wait()
     assert seen.events[-1] == {"type": "websocket.disconnect", "code": 1012, "reason": ""}
+
+
+def test_ws_none_leaves_upgrades_to_http(asgi_server):
+    scopes = []
+
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            return
+        scopes.append(scope["type"])
+        await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    port, _ = asgi_server(app, ws="none")
+    assert _status_of(port).status_code == 404
+    assert scopes == ["http"]
+
+
+def test_access_log_lines_of_a_session(asgi_server):
+    import logging
+
+    records = []
+
+    class Capture(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    handler = Capture()
+    logger = logging.getLogger("ferroloop.access")
+    seen = Seen()
+    # Installed once the server configured logging (which replaces handlers).
+    port, _ = asgi_server(echo_app(seen), access_log=True, log_level="info")
+    logger.addHandler(handler)
+    try:
+
+        async def client():
+            async with connect(f"ws://127.0.0.1:{port}/logged?q=1") as ws:
+                await ws.send("x")
+                assert await ws.recv() == "x"
+
+        run(client())
+        seen.wait()
+        deadline = time.monotonic() + IO_TIMEOUT
+        while len(records) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        logger.removeHandler(handler)
+    lines = [r for r in records if "WebSocket" in r]
+    assert lines[0].endswith('"WebSocket /logged?q=1" [accepted]'), lines
+    assert lines[1].endswith('"WebSocket /logged?q=1" closed 1000'), lines
