@@ -439,3 +439,39 @@ def test_access_log_lines_of_a_session(asgi_server):
     lines = [r for r in records if "WebSocket" in r]
     assert lines[0].endswith('"WebSocket /logged?q=1" [accepted]'), lines
     assert lines[1].endswith('"WebSocket /logged?q=1" closed 1000'), lines
+
+
+def test_proxy_headers_and_root_path_apply_as_for_http(asgi_server):
+    seen = Seen()
+    port, _ = asgi_server(echo_app(seen), proxy_headers=True, forwarded_allow_ips="*", root_path="/api")
+
+    async def client():
+        headers = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7"}
+        async with connect(f"ws://127.0.0.1:{port}/chat", additional_headers=headers) as ws:
+            await ws.send("x")
+            assert await ws.recv() == "x"
+
+    run(client())
+    seen.wait()
+    assert seen.scope["scheme"] == "wss"
+    assert seen.scope["client"][0] == "203.0.113.7"
+    assert seen.scope["root_path"] == "/api"
+    assert seen.scope["path"] == "/api/chat"
+
+
+def test_limit_concurrency_counts_open_sessions(asgi_server):
+    seen = Seen()
+    port, _ = asgi_server(echo_app(seen), limit_concurrency=1)
+
+    async def client():
+        async with connect(f"ws://127.0.0.1:{port}/") as ws:
+            await ws.send("x")
+            assert await ws.recv() == "x"
+            # The open session is the one allowed connection.
+            with pytest.raises(InvalidStatus) as info:
+                async with connect(f"ws://127.0.0.1:{port}/"):
+                    pass
+            assert info.value.response.status_code == 503
+
+    run(client())
+    seen.wait()

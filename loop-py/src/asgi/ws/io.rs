@@ -50,7 +50,12 @@ pub(super) fn attach(
         slf.getattr(intern!(py, "_on_writable"))?.unbind(),
     );
     slf.borrow_mut().callbacks = Some(callbacks);
-    after_input(slf)
+    after_input(slf)?;
+    // Accepted while the server drains (HTTP waited for this response).
+    if shared.borrow(py).draining {
+        drain(slf)?;
+    }
+    Ok(())
 }
 
 /// After input or a timer: write what the session produced (pongs, a
