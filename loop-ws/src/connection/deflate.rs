@@ -35,8 +35,10 @@ pub(crate) enum InflateError {
 
 pub(crate) struct Deflate {
     params: DeflateParams,
-    inflater: Option<Decompress>,
-    compressor: Option<Compress>,
+    // Boxed: flate2 keeps ~150 bytes of stream state inline, which an
+    // idle session should not carry.
+    inflater: Option<Box<Decompress>>,
+    compressor: Option<Box<Compress>>,
 }
 
 impl Deflate {
@@ -66,7 +68,7 @@ impl Deflate {
         let bits = self.params.client_max_window_bits;
         let inflater = self
             .inflater
-            .get_or_insert_with(|| Decompress::new_with_window_bits(false, bits));
+            .get_or_insert_with(|| Box::new(Decompress::new_with_window_bits(false, bits)));
         loop {
             let len = out.len();
             let room = len
@@ -124,7 +126,11 @@ impl Deflate {
     pub fn compress(&mut self, data: &[u8], out: &mut Vec<u8>) -> bool {
         let bits = self.params.server_max_window_bits;
         let compressor = self.compressor.get_or_insert_with(|| {
-            Compress::new_with_window_bits(Compression::new(LEVEL), false, bits)
+            Box::new(Compress::new_with_window_bits(
+                Compression::new(LEVEL),
+                false,
+                bits,
+            ))
         });
         let start = out.len();
         let mut input = data;
