@@ -475,3 +475,26 @@ def test_limit_concurrency_counts_open_sessions(asgi_server):
 
     run(client())
     seen.wait()
+
+
+@pytest.mark.parametrize("how", ["returns", "raises"])
+def test_app_ending_an_open_session_closes_it(asgi_server, how):
+    async def app(scope, receive, send):
+        if scope["type"] != "websocket":
+            return
+        await receive()
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": "last"})
+        if how == "raises":
+            raise ValueError("boom")
+
+    port, _ = asgi_server(app)
+
+    async def client():
+        async with connect(f"ws://127.0.0.1:{port}/") as ws:
+            assert await ws.recv() == "last"
+            with pytest.raises(ConnectionClosed) as info:
+                await ws.recv()
+            return info.value.rcvd.code
+
+    assert run(client()) == (1000 if how == "returns" else 1011)

@@ -422,6 +422,14 @@ impl WsSession {
         Ok(())
     }
 
+    fn __clear__(&mut self) {
+        self.receive_waiter = None;
+        self.send_waiter = None;
+        self.task = None;
+        self.side = None;
+        self.callbacks = None;
+    }
+
     fn __repr__(&self) -> String {
         format!("<WsSession fd={} {:?}>", self.fd, self.stage)
     }

@@ -681,7 +681,8 @@ pub(super) fn app_finished(
                 // (1011 after an error), as websockets' own server does.
                 let code = if error.is_some() { 1011 } else { 1000 };
                 slf.borrow_mut().finished_by = Some("websocket.close");
-                io::close(slf, code, "")?;
+                // Closing already (the peer's close crossed) is fine.
+                let _ = io::close(slf, code, "");
             }
             Ok(())
         }
