@@ -8,6 +8,7 @@
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
+use super::utf8;
 use crate::handshake::DeflateParams;
 
 /// What a sync flush ends with, and what the sender leaves off.
@@ -31,6 +32,8 @@ pub(crate) enum InflateError {
     TooBig,
     /// Not a valid DEFLATE stream.
     Corrupt,
+    /// A text message's inflated bytes are not UTF-8.
+    BadUtf8,
 }
 
 pub(crate) struct Deflate {
@@ -58,12 +61,15 @@ impl Deflate {
     /// Inflate `input` (part of a message) onto `out`, never letting `out`
     /// grow past `limit` bytes: output is produced in bounded slices and
     /// the check runs after each, so a bomb is refused before its size is
-    /// allocated.
+    /// allocated. With `text` (the valid prefix of `out`), each slice is
+    /// validated as it comes, before the size or stream checks, so which
+    /// error wins does not depend on how the input was cut.
     pub fn inflate(
         &mut self,
         mut input: &[u8],
         out: &mut Vec<u8>,
         limit: usize,
+        mut text: Option<&mut usize>,
     ) -> Result<(), InflateError> {
         let bits = self.params.client_max_window_bits;
         let inflater = self
@@ -81,6 +87,14 @@ impl Deflate {
             let consumed = (inflater.total_in() - in0) as usize;
             let produced = (inflater.total_out() - out0) as usize;
             out.truncate(len + produced);
+            if let Some(valid) = text.as_deref_mut() {
+                // Past the limit the message fails anyway: validate only
+                // what it may hold.
+                let upto = out.len().min(limit);
+                if !utf8::advance(&out[..upto], valid) {
+                    return Err(InflateError::BadUtf8);
+                }
+            }
             let status = status.map_err(|_| InflateError::Corrupt)?;
             input = &input[consumed..];
             if out.len() > limit {
@@ -104,9 +118,14 @@ impl Deflate {
 
     /// The end of a received message: inflate the tail the sender left
     /// off, and forget the context if the client resets its own.
-    pub fn finish_inflate(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), InflateError> {
+    pub fn finish_inflate(
+        &mut self,
+        out: &mut Vec<u8>,
+        limit: usize,
+        text: Option<&mut usize>,
+    ) -> Result<(), InflateError> {
         if self.inflater.is_some() {
-            self.inflate(&TAIL, out, limit)?;
+            self.inflate(&TAIL, out, limit, text)?;
         }
         if self.params.client_no_context_takeover {
             // Dropped rather than reset: an idle session holds no window.
