@@ -12,7 +12,12 @@ use loop_ws::{Config, Connection, DeflateParams, Message, State};
 
 /// Feed `input` in pieces of `step` bytes, taking a message after each
 /// piece and all of them at the end; then EOF.
-fn feed(input: &[u8], step: usize, config: &Config, deflate: Option<DeflateParams>) -> (Vec<Message>, Vec<u8>, String) {
+fn feed(
+    input: &[u8],
+    step: usize,
+    config: &Config,
+    deflate: Option<DeflateParams>,
+) -> (Vec<Message>, Vec<u8>, String) {
     let mut c = Connection::new(config, deflate, 0.0);
     let mut messages = Vec::new();
     let mut out = Vec::new();
@@ -48,7 +53,10 @@ fn check_output(mut out: &[u8]) {
             127 => {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&out[2..10]);
-                (usize::try_from(u64::from_be_bytes(b)).unwrap_or(usize::MAX), 10)
+                (
+                    usize::try_from(u64::from_be_bytes(b)).unwrap_or(usize::MAX),
+                    10,
+                )
             }
             n => (usize::from(n), 2),
         };
@@ -85,6 +93,10 @@ pub fn run(data: &[u8]) {
     let whole = feed(input, input.len(), &config, deflate);
     check_output(&whole.1);
     if step < input.len() {
-        assert_eq!(feed(input, step, &config, deflate), whole, "the cut changed the outcome");
+        assert_eq!(
+            feed(input, step, &config, deflate),
+            whole,
+            "the cut changed the outcome"
+        );
     }
 }

@@ -42,6 +42,9 @@ pub(crate) struct Deflate {
     // idle session should not carry.
     inflater: Option<Box<Decompress>>,
     compressor: Option<Box<Compress>>,
+    /// The message being received ended its DEFLATE stream (a block with
+    /// BFINAL): only the tail may follow.
+    ended: bool,
 }
 
 impl Deflate {
@@ -50,6 +53,7 @@ impl Deflate {
             params,
             inflater: None,
             compressor: None,
+            ended: false,
         }
     }
 
@@ -71,6 +75,15 @@ impl Deflate {
         limit: usize,
         mut text: Option<&mut usize>,
     ) -> Result<(), InflateError> {
+        if self.ended {
+            // Bytes after the final block: not DEFLATE data (strict, and
+            // the same verdict however the input was cut).
+            return if input.is_empty() {
+                Ok(())
+            } else {
+                Err(InflateError::Corrupt)
+            };
+        }
         let bits = self.params.client_max_window_bits;
         let inflater = self
             .inflater
@@ -101,11 +114,15 @@ impl Deflate {
                 return Err(InflateError::TooBig);
             }
             if status == Status::StreamEnd {
-                // A final block ended the stream: whatever follows in this
-                // message (normally just our tail) has no meaning, and the
-                // next message starts a new stream.
+                // A final block ended the stream (RFC 7692 lets a sender
+                // set BFINAL): the next message starts a new one.
                 self.inflater = None;
-                return Ok(());
+                self.ended = true;
+                return if input.is_empty() {
+                    Ok(())
+                } else {
+                    Err(InflateError::Corrupt)
+                };
             }
             if produced < room && input.is_empty() {
                 return Ok(());
@@ -124,9 +141,15 @@ impl Deflate {
         limit: usize,
         text: Option<&mut usize>,
     ) -> Result<(), InflateError> {
-        if self.inflater.is_some() {
-            self.inflate(&TAIL, out, limit, text)?;
+        if self.inflater.is_some() && !self.ended {
+            match self.inflate(&TAIL, out, limit, text) {
+                // The final block ended just before our tail.
+                Err(InflateError::Corrupt) if self.ended => {}
+                r => r?,
+            }
         }
+        // Our tail after a final block is ignored, as inflaters do.
+        self.ended = false;
         if self.params.client_no_context_takeover {
             // Dropped rather than reset: an idle session holds no window.
             self.inflater = None;
