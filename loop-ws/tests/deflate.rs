@@ -204,8 +204,8 @@ fn deflate_state_is_allocated_lazily() {
 
 #[test]
 fn final_block_in_a_message() {
-    // A sender may end a message's stream with BFINAL (RFC 7692 §7.2.3.?):
-    // the next message then starts a new stream.
+    // A sender may end a message's stream with BFINAL: the next message
+    // then starts a new stream. Bytes after the final block are refused.
     use flate2::{Compress, Compression, FlushCompress};
     let mut c = deflate_conn(&quiet(), DEFAULT);
     for word in ["first", "second"] {
@@ -217,4 +217,14 @@ fn final_block_in_a_message() {
     }
     let got: Vec<_> = messages(&mut c).into_iter().map(|m| m.data).collect();
     assert_eq!(got, [b"first".to_vec(), b"second".to_vec()]);
+    for how in FEEDS {
+        let mut z = Compress::new_with_window_bits(Compression::default(), false, 15);
+        let mut out = Vec::with_capacity(256);
+        z.compress_vec(b"end", &mut out, FlushCompress::Finish)
+            .unwrap();
+        out.extend_from_slice(&[0x00, 0x00, 0xff, 0xff]);
+        let mut c = deflate_conn(&quiet(), DEFAULT);
+        feed(&mut c, &frame(true, true, TEXT, &out), how);
+        assert_eq!(c.close_status().map(|(c, _)| c.0), Some(1002), "{how:?}");
+    }
 }
