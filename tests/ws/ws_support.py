@@ -104,7 +104,7 @@ class WsServer(ServerProcess):
 
     def raw(self, path: str = "/echo", conn: str | None = None, **kw) -> "RawWS":
         """A ``RawWS`` that completed the handshake (101 asserted)."""
-        target = path + (f"?id={conn}" if conn else "")
+        target = path + ((("&" if "?" in path else "?") + f"id={conn}") if conn else "")
         ws = RawWS.connect(self.port)
         response = ws.handshake(target, **kw)
         assert response.status == 101, f"handshake answered {response.status}: {response.head!r}\n{self.output()}"
