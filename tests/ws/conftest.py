@@ -45,6 +45,7 @@ def ws_server(tmp_path):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "autobahn: the Autobahn|Testsuite run (minutes); select with -m autobahn")
     config.addinivalue_line(
         "markers",
         "uvicorn_differs(reason): uvicorn (the reference peer) disagrees with issue 14 here; "
