@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from ws_support import OP_BINARY, OP_CONT, OP_TEXT, RawWS, encode_frame, wait_until
+from ws_support import OP_BINARY, OP_CONT, OP_TEXT, RawWS, encode_frame, wait_settled
 
 MIB = 1024 * 1024
 
@@ -42,6 +42,20 @@ def test_frame_over_max_size_is_1009(ws_server):
     ws = ws_server(ws_max_size=MIB).raw(conn="big")
     # The header alone announces too much: refused before the payload.
     ws.send_raw(encode_frame(OP_BINARY, b"x" * (MIB + 1)))
+    _expect_failed(ws, 1009)
+
+
+@pytest.mark.ferroloop_only
+def test_max_frame_size_apart_from_message_size(ws_server):
+    """ws_max_frame_size 64 KiB under ws_max_size 4 MiB: a 1 MiB message
+    passes in 64 KiB fragments and is refused (1009) as one frame."""
+    srv = ws_server(ws_max_size=4 * MIB, ws_max_frame_size=64 * 1024)
+    ws = srv.raw(conn="fs")
+    piece = b"p" * (64 * 1024)
+    for i in range(16):
+        ws.send_frame(OP_BINARY if i == 0 else OP_CONT, piece, fin=i == 15)
+    assert ws.recv_message() == (OP_BINARY, piece * 16)
+    ws.send_frame(OP_BINARY, piece + b"!")
     _expect_failed(ws, 1009)
 
 
@@ -128,6 +142,9 @@ class _Sender:
 
 def _flood_until_paused(srv, conn: str, size: int, count: int):
     ws = srv.raw(f"/gate-reader?gate=go-{conn}", conn=conn)
+    # A small send buffer: what the sender got out is (nearly) what the
+    # server's side took.
+    ws.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 256 * 1024)
     srv.events.wait(conn, "accepted")
     frame_bytes = len(encode_frame(OP_BINARY, b"", length=size)) + size
     sender = _Sender(ws.sock, (encode_frame(OP_BINARY, bytes([i % 256]) * size) for i in range(count)))
@@ -165,6 +182,20 @@ def test_receive_queue_byte_bound_pauses_reading(ws_server):
     assert ws.recv_message() == (OP_TEXT, f"{count} {count * size}".encode())
 
 
+@pytest.mark.ferroloop_only
+def test_receive_queue_byte_bound_setting(ws_server):
+    srv = ws_server(ws_max_size=MIB, ws_max_queue_bytes=2 * MIB)
+    size, count = MIB, 96
+    ws, sender, finished, frame_bytes = _flood_until_paused(srv, "qs", size, count)
+    assert not finished
+    # 32 messages by count; 2 MiB by bytes (+ socket buffers).
+    assert sender.sent < 2 * MIB + 2 * frame_bytes + 24 * MIB, sender.sent
+    srv.open_gate("go-qs")
+    assert sender.push(stall=60.0)
+    ws.send_text("end")
+    assert ws.recv_message() == (OP_TEXT, f"{count} {count * size}".encode())
+
+
 def test_slow_reader_send_backpressure(ws_server):
     """The app sends 256 × 1 MiB to a client that reads nothing: send()
     must wait (the server buffers a bounded amount), then everything
@@ -178,20 +209,10 @@ def test_slow_reader_send_backpressure(ws_server):
         records = srv.events.of("slow", "sent")
         return records[-1]["n"] if records else 0
 
-    # Wait until the app's progress stops (send() is waiting): two looks
-    # 2 s apart that agree. A server that buffered everything reaches 256.
-    last = [-1]
-
-    def settled() -> bool:
-        now = sent()
-        if now == count:
-            return True
-        same = now == last[0]
-        last[0] = now
-        return same
-
+    # Wait until the app's progress stops (send() is waiting). A server
+    # that buffered everything reaches `count`.
     srv.events.wait("slow", "sent")
-    wait_until(lambda: settled() or (__import__("time").sleep(2) or False), timeout=120)
+    wait_settled(sent, done=count)
     stalled_at = sent()
     assert stalled_at < count // 2, f"send() never waited: {stalled_at} MiB taken by a client that reads nothing"
     for i in range(count):
@@ -203,7 +224,7 @@ def test_slow_reader_send_backpressure(ws_server):
 def test_close_timeout_drops_a_client_that_never_answers(ws_server):
     """The app closes; the client never sends its close: the server drops
     TCP after its close timeout rather than waiting forever."""
-    srv = ws_server()
+    srv = ws_server(ws_close_timeout=1)
     ws = srv.raw("/server-close", conn="ct")
     ws.send_text("hi")
     assert ws.expect_close().close_code() == 4001
