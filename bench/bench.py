@@ -5,6 +5,8 @@
                                 [--client XTASK]
     python bench/bench.py http  [COMMON] [--contenders a,b,...] [--workloads a,b,...]
                                 [--plaintext BIN]
+    python bench/bench.py ws    [COMMON] [--contenders a,b,...] [--workloads a,b,...]
+                                [--client XTASK]
     python bench/bench.py all   [COMMON] [--client XTASK] [--plaintext BIN]
     python bench/bench.py compare OLD.json NEW.json [--threshold 0.10]
 
@@ -16,9 +18,9 @@ built it (the code before a change), interleaved with the others, and the
 report's paired ratios ferroloop/ferroloop-base.
 
 A suite writes SUITE-<timestamp>.json/.md and SUITE-latest.json/.md to --out
-and prints the markdown; `all` runs sched, echo and http in turn.  Exit
+and prints the markdown; `all` runs sched, echo, http and ws in turn.  Exit
 status: 0 when our contenders (asyncio and ferroloop; for http ferroloop and
-rust-plaintext) measured and verified everything; 1 when one failed or could
+rust-plaintext; for ws ferroloop) measured and verified everything; 1 when one failed or could
 not be loaded (a peer's failure is only reported); 2 for bad usage.  Timings
 never affect it; --compare only prints.
 """
@@ -46,18 +48,22 @@ import http_suite
 import report
 import sched_report
 import sched_suite
+import ws_report
+import ws_servers
+import ws_suite
 from contenders import BASE, CONTENDERS, CORE
 from echo_workloads import WORKLOADS as ECHO_WORKLOADS
 from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
-from summary import SUBJECT, summarize_echo, summarize_http, summarize_sched
+from summary import SUBJECT, summarize_echo, summarize_http, summarize_sched, summarize_ws
+from ws_workloads import WORKLOADS as WS_WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
-SUITES = ("sched", "echo", "http")
-DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3}
-QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1}
-# `all --quick`: fewer rounds still, so the three suites take under 3 minutes.
-ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1}
+SUITES = ("sched", "echo", "http", "ws")
+DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3, "ws": 3}
+QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1, "ws": 1}
+# `all --quick`: fewer rounds still, so the four suites take about 3 minutes.
+ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1, "ws": 1}
 QUICK_DIVISOR = 4
 
 
@@ -93,6 +99,23 @@ def _http_progress(record: dict) -> None:
         f"p50 {record.get('p50_ms', 0):5.2f} p99 {record.get('p99_ms', 0):6.2f} ms "
         f"cpu {record.get('server_cpu_pct', 0):3.0f}% {record.get('peak_rss_mib', 0):6.1f} MiB"
     )
+    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
+
+
+def _ws_progress(record: dict) -> None:
+    if "idle_kib_per_conn" in record:
+        figures = (
+            f"{record['idle_kib_per_conn']:>7.1f} KiB per idle connection "
+            f"({record['rss_before_mib']:.1f} → {record['rss_open_mib']:.1f} MiB; "
+            f"deflate {record['deflate']}/{record['conns']})"
+        )
+    else:
+        figures = (
+            f"{record.get('msgs_per_s', 0):>9,.0f} msgs/s "
+            f"{record.get('msgs_per_cpu_s', 0):>9,.0f} msgs/CPU-s "
+            f"p50 {record.get('p50_ms', 0):5.2f} p99 {record.get('p99_ms', 0):6.2f} ms "
+            f"{record.get('peak_rss_mib', 0):6.1f} MiB deflate {record.get('deflate', 0)}"
+        )
     print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
 
 
@@ -357,11 +380,69 @@ def run_http(args: argparse.Namespace) -> int:
     )
 
 
+def run_ws(args: argparse.Namespace) -> int:
+    contenders = _prepare(
+        args,
+        known=ws_servers.SERVERS,
+        dists=lambda names: {n: ws_servers.SERVERS[n].dists for n in names},
+        probe=lambda env, names: http_servers.probe(env, names, None),
+        core=ws_servers.CORE,
+    )
+    if contenders is None:
+        return 1
+    if args.client is None:
+        try:
+            args.client = ws_suite.build_client()
+        except (OSError, subprocess.CalledProcessError) as exc:
+            print(f"error: cannot build the WebSocket client: {exc}", file=sys.stderr)
+            return 1
+    workloads = args.workloads or list(WS_WORKLOADS)
+    rounds = _rounds(args, "ws")
+    timing = ws_suite.Timing(
+        warmup_s=ws_suite.QUICK_WARMUP_S if args.quick else ws_suite.WARMUP_S,
+        duration_s=ws_suite.QUICK_DURATION_S if args.quick else ws_suite.DURATION_S,
+    )
+    placement = ws_suite.Placement(server_cpu=cpus.measured_cpu(), client_cpu=cpus.load_cpu())
+
+    started = time.time()
+    method = {
+        "rounds": rounds,
+        "quick": args.quick,
+        "warmup_s": timing.warmup_s,
+        "duration_s": timing.duration_s,
+        "conns": WS_WORKLOADS["bin_64"].conns,
+        "idle_conns": WS_WORKLOADS["idle_1k"].conns,
+        "server_cpu": placement.server_cpu,
+        "client_cpu": placement.client_cpu,
+        "client": str(args.client),
+        "settings": {s: ws_servers.SERVERS[s].settings for s in contenders.runnable},
+    }
+    result = _result("ws", started, args, contenders, method)
+    records = ws_suite.run(
+        contenders.env,
+        args.client,
+        contenders.runnable,
+        workloads,
+        rounds,
+        timing,
+        placement,
+        _ws_progress,
+    )
+    result |= {
+        "duration_s": time.time() - started,
+        "load_after": hostinfo.load_average(),
+        "workloads": summarize_ws(records, contenders.runnable, workloads),
+        "measurements": records,
+    }
+    return _finish("ws", started, args, result, ws_report.markdown(result), core=ws_servers.CORE)
+
+
 def run_all(args: argparse.Namespace) -> int:
-    """sched, echo and http in turn, each as its own command would run it
-    (all contenders and workloads); 1 when any of them returned 1."""
+    """sched, echo, http and ws in turn, each as its own command would run
+    it (all contenders and workloads); 1 when any of them returned 1."""
     status = 0
-    for suite, run in (("sched", run_sched), ("echo", run_echo), ("http", run_http)):
+    suites = (("sched", run_sched), ("echo", run_echo), ("http", run_http), ("ws", run_ws))
+    for suite, run in suites:
         print(f"== {suite}", file=sys.stderr, flush=True)
         suite_args = argparse.Namespace(**vars(args))
         suite_args.contenders = suite_args.workloads = None
@@ -410,12 +491,13 @@ def _common_options() -> argparse.ArgumentParser:
         help=f"sched: {QUICK_ROUNDS['sched']} rounds, n / {QUICK_DIVISOR}; "
         f"echo: {QUICK_ROUNDS['echo']} rounds, {echo_suite.QUICK_DURATION_S:g} s measured; "
         f"http: {QUICK_ROUNDS['http']} round, {http_suite.QUICK_WARMUP_S} s warm-up, "
-        f"{http_suite.QUICK_DURATION_S} s measured; all: "
+        f"{http_suite.QUICK_DURATION_S} s measured; ws: {QUICK_ROUNDS['ws']} round, "
+        f"{ws_suite.QUICK_DURATION_S:g} s measured; all: "
         + ", ".join(f"{s} {n}" for s, n in ALL_QUICK_ROUNDS.items())
         + " round(s)",
     )
     common.add_argument(
-        "--rounds", type=int, help="rounds (default 5, http 3; fewer with --quick)"
+        "--rounds", type=int, help="rounds (default 5, http and ws 3; fewer with --quick)"
     )
     common.add_argument("--ferroloop-wheel", type=Path, help="wheel to force-reinstall in the venv")
     common.add_argument(
@@ -473,7 +555,8 @@ def main() -> int:
     client.add_argument(
         "--client",
         type=Path,
-        help="the xtask binary that runs `echo-client` (default: built into target/xtask-bench)",
+        help="the xtask binary that runs `echo-client` and `ws-client` (default: built into "
+        "target/xtask-bench)",
     )
     plaintext = argparse.ArgumentParser(add_help=False)
     plaintext.add_argument(
@@ -515,8 +598,24 @@ def main() -> int:
     )
     http.set_defaults(func=run_http)
 
+    ws = sub.add_parser(
+        "ws", parents=[common, client], help="the WebSocket suite (single-worker servers)"
+    )
+    ws.add_argument(
+        "--contenders",
+        type=lambda s: _names(s, ws_servers.SERVERS, "server"),
+        help=f"comma-separated, default all: "
+        f"{','.join(s for s in ws_servers.SERVERS if s != BASE)} (and {BASE} with --baseline-wheel)",
+    )
+    ws.add_argument(
+        "--workloads",
+        type=lambda s: _names(s, WS_WORKLOADS, "workload"),
+        help=f"comma-separated, default all: {','.join(WS_WORKLOADS)}",
+    )
+    ws.set_defaults(func=run_ws)
+
     every = sub.add_parser(
-        "all", parents=[common, client, plaintext], help="sched, echo and http in turn"
+        "all", parents=[common, client, plaintext], help="sched, echo, http and ws in turn"
     )
     every.set_defaults(func=run_all)
 

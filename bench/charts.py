@@ -4,11 +4,13 @@ renderer: no plotting library in the bench venv).
     python bench/charts.py [RESULTS_DIR]
 
 Writes ``sched.svg`` (each contender's speed as a multiple of asyncio's, per
-workload), ``echo.svg`` (messages per server CPU-second, ×asyncio) and
+workload), ``echo.svg`` (messages per server CPU-second, ×asyncio),
 ``http.svg`` (requests per server CPU-second, thousands: the HTTP suite has
-no asyncio baseline) next to ``sched-latest.json`` / ``echo-latest.json`` /
-``http-latest.json``. sched and echo bars are medians of paired per-round
-ratios, http bars medians over rounds, as in the markdown tables.
+no asyncio baseline) and ``ws.svg`` (messages per server CPU-second,
+thousands) next to ``sched-latest.json`` / ``echo-latest.json`` /
+``http-latest.json`` / ``ws-latest.json``. sched and echo bars are medians
+of paired per-round ratios, http and ws bars medians over rounds, as in the
+markdown tables.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 ORDER = [
     "asyncio", "ferroloop", "uvloop", "rloop", "cadeloop", "rsloop",
-    "granian", "uvicorn", "rust-plaintext",
+    "granian", "uvicorn", "uvicorn-sansio", "uvicorn-wsproto", "rust-plaintext", "picows",
 ]  # fmt: skip
 COLOURS = {
     "asyncio": "#9e9e9e",
@@ -32,6 +34,9 @@ COLOURS = {
     "granian": "#0ca678",
     "uvicorn": "#1864ab",
     "rust-plaintext": "#495057",
+    "uvicorn-sansio": "#1864ab",
+    "uvicorn-wsproto": "#74c0fc",
+    "picows": "#495057",
 }
 BAR_H = 9
 GROUP_GAP = 10
@@ -104,12 +109,13 @@ def chart_from(path: Path, title: str, metric: str | None, unit: str) -> str | N
     if not path.exists():
         return None
     data = json.loads(path.read_text())
-    absolute = data.get("suite") == "http"
+    absolute = data.get("suite") in ("http", "ws")
     value = _median if absolute else _ratio
     groups = []
     for workload, entry in data["workloads"].items():
         values = {name: r for name, cell in entry["contenders"].items() if (r := value(cell, metric)) is not None}
-        groups.append((workload, values))
+        if values:  # (the ws suite's idle workload has no such figure)
+            groups.append((workload, values))
     return render(title, groups, unit, None if absolute else "asyncio = 1")
 
 
@@ -121,6 +127,8 @@ def main(argv: list[str]) -> int:
         ("echo", "TCP echo: messages per server CPU-second ×asyncio", "msgs_per_cpu_s", "×asyncio, higher is better"),
         ("http", "HTTP (one worker): requests per server CPU-second", "req_per_cpu_s",
          "thousands of requests per server CPU-second (median over rounds), higher is better"),
+        ("ws", "WebSocket echo (one worker): messages per server CPU-second", "msgs_per_cpu_s",
+         "thousands of messages per server CPU-second (median over rounds), higher is better"),
     ):
         svg = chart_from(results / f"{name}-latest.json", title, metric, unit)
         if svg is not None:

@@ -43,7 +43,7 @@ def _text(body: bytes) -> list:
     return [_TEXT_TYPE, (b"content-length", str(len(body)).encode())]
 
 
-async def _lifespan(receive, send) -> None:
+async def lifespan(receive, send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
@@ -57,7 +57,7 @@ async def app(scope, receive, send) -> None:
     global calls
     kind = scope["type"]
     if kind == "lifespan":
-        await _lifespan(receive, send)
+        await lifespan(receive, send)
         return
     if kind != "http":
         return

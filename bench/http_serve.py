@@ -1,14 +1,16 @@
 """The HTTP suite's Python side, run with the bench venv's interpreter.
 
-    <venv>/bin/python bench/http_serve.py serve ferroloop|ferroloop-base|cadeloop PORT
+    <venv>/bin/python bench/http_serve.py serve ferroloop|ferroloop-base|cadeloop PORT [APP_MODULE]
     <venv>/bin/python bench/http_serve.py probe NAME...
 
-`serve` runs `http_app.app` on 127.0.0.1:PORT with the loop project's own
+`serve` runs `http_app.app` (or APP_MODULE's `app`: the WebSocket suite's
+`ws_app`) on 127.0.0.1:PORT with the loop project's own
 server function, in this process, until SIGTERM/SIGINT (the harness owns
 placement and measures from outside).  Before serving it prints
 `SERVE_MODULE {"module_file": PATH}`: where the module came from, which the
-harness checks (ferroloop-base must be the baseline wheel's).  granian and
-uvicorn are started by their own command lines instead (`http_servers.py`).
+harness checks (ferroloop-base must be the baseline wheel's).  granian,
+uvicorn and picows are started by their own command lines instead
+(`http_servers.py`, `ws_servers.py`).
 
 `probe` prints one JSON object: name -> {"available": true, "version", ...,
 "module_file"} or {"available": false, "reason"}.
@@ -38,6 +40,10 @@ VERSIONS = {
     "cadeloop": ("cadeloop",),
     "granian": ("granian", "uvloop"),
     "uvicorn": ("uvicorn", "httptools", "uvloop"),
+    # The WebSocket suite's (ws_servers.py).
+    "uvicorn-sansio": ("uvicorn", "websockets", "httptools", "uvloop"),
+    "uvicorn-wsproto": ("uvicorn", "wsproto", "httptools", "uvloop"),
+    "picows": ("picows", "uvloop"),
 }
 # Modules that must import for the server to run as the suite starts it.
 MODULES = {
@@ -46,12 +52,14 @@ MODULES = {
     "cadeloop": ("cadeloop",),
     "granian": ("granian", "uvloop"),
     "uvicorn": ("uvicorn", "httptools", "uvloop"),
+    "uvicorn-sansio": ("uvicorn", "websockets", "httptools", "uvloop"),
+    "uvicorn-wsproto": ("uvicorn", "wsproto", "httptools", "uvloop"),
+    "picows": ("picows", "uvloop"),
 }
 
 
-def serve(name: str, port: int) -> int:
-    from http_app import app
-
+def serve(name: str, port: int, app_module: str = "http_app") -> int:
+    app = importlib.import_module(app_module).app
     module = importlib.import_module(SERVE_MODULES[name])
     print(MODULE_LINE + json.dumps({"module_file": module.__file__}), flush=True)
     run = getattr(module, "serve", None)
@@ -113,8 +121,8 @@ def probe(name: str) -> dict:
 
 def main() -> int:
     command, *rest = sys.argv[1:] or [""]
-    if command == "serve" and len(rest) == 2 and rest[0] in SERVE_MODULES:
-        return serve(rest[0], int(rest[1]))
+    if command == "serve" and len(rest) in (2, 3) and rest[0] in SERVE_MODULES:
+        return serve(rest[0], int(rest[1]), *rest[2:])
     if command == "probe":
         print(json.dumps({name: probe(name) for name in rest}))
         return 0

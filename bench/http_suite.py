@@ -262,6 +262,36 @@ def stop(proc: subprocess.Popen) -> int | None:
     return None
 
 
+def start_server(
+    env: BenchEnv, server: str, argv: list[str], port: int, cpu: int, err
+) -> subprocess.Popen:
+    """Start `server` (`argv`, cwd bench/) pinned to `cpu`, in its own
+    process group (stopped as one by `stop`), its output to `err`; return
+    once it listens on `port`, having checked that a server started by
+    `http_serve.py` imported the intended build.  Shared with the
+    WebSocket suite."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=BENCH,
+        env=env.environ(server),
+        stdin=subprocess.DEVNULL,
+        stdout=err,
+        stderr=err,
+        start_new_session=True,
+        preexec_fn=cpus.pin_to(cpu),
+    )
+    try:
+        wait_ready(proc, port, err)
+        if server in http_servers.SERVED_BY_HTTP_SERVE:
+            wrong = env.check_origin(server, served_module(err))
+            if wrong is not None:
+                raise Failed("error", f"wrong build: {wrong}")
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
+
+
 def _children_cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -307,21 +337,14 @@ def measure(
     with tempfile.TemporaryFile() as err:
         try:
             port = free_port()
-            proc = subprocess.Popen(
+            proc = start_server(
+                env,
+                server,
                 http_servers.command(server, env.python, port, plaintext),
-                cwd=BENCH,
-                env=env.environ(server),
-                stdin=subprocess.DEVNULL,
-                stdout=err,
-                stderr=err,
-                start_new_session=True,  # its own process group: stopped as one
-                preexec_fn=cpus.pin_to(placement.server_cpu),
+                port,
+                placement.server_cpu,
+                err,
             )
-            wait_ready(proc, port, err)
-            if server in http_servers.SERVED_BY_HTTP_SERVE:
-                wrong = env.check_origin(server, served_module(err))
-                if wrong is not None:
-                    raise Failed("error", f"wrong build: {wrong}")
             check_responses(port, runs_app)
             run_wrk(wrk, port, workload, timing.warmup_s, timing, placement.client_cpu)
             time.sleep(SETTLE_S)

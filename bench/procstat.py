@@ -23,12 +23,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S
 
 
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
 def peak_rss_kib(pid: int) -> int:
     """The process's resident-set high-water mark (VmHWM), in KiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+    return _status_kib(pid, "VmHWM")
+
+
+def rss_kib(pid: int) -> int:
+    """The process's resident set now (VmRSS), in KiB."""
+    return _status_kib(pid, "VmRSS")
 
 
 def _stat_fields(pid: int) -> list[str]:
@@ -76,10 +85,20 @@ def tree_cpu_seconds(pids: list[int]) -> float:
 def tree_peak_rss_kib(pids: list[int]) -> int:
     """The sum of the processes' VmHWM: for one process its peak RSS, for
     a tree an upper bound of the peak of the whole (each peaked on its own)."""
+    return _tree_sum(pids, peak_rss_kib)
+
+
+def tree_rss_kib(pids: list[int]) -> int:
+    """The sum of the processes' VmRSS now (the WebSocket suite's memory
+    per idle connection is the difference of two such readings)."""
+    return _tree_sum(pids, rss_kib)
+
+
+def _tree_sum(pids: list[int], read) -> int:
     total = 0
     for pid in pids:
         try:
-            total += peak_rss_kib(pid)
+            total += read(pid)
         except (OSError, RuntimeError):
-            continue
+            continue  # exited while we looked
     return total

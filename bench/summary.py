@@ -15,6 +15,8 @@ from echo_workloads import WORKLOADS as ECHO_WORKLOADS
 from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from contenders import BASE
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
+from ws_workloads import IDLE
+from ws_workloads import WORKLOADS as WS_WORKLOADS
 
 SUBJECT = "ferroloop"
 BASELINE = "asyncio"
@@ -36,6 +38,13 @@ HTTP_METRICS = (
 )
 HTTP_RATIOS = ("req_per_s", "req_per_cpu_s")
 CEILING = "rust-plaintext"
+
+# WebSocket figures: echo workloads', the idle workload's; those compared
+# between servers.
+WS_METRICS = ("msgs_per_s", "mib_per_s", "msgs_per_cpu_s", "p50_ms", "p99_ms", "peak_rss_mib")
+WS_RATIOS = ("msgs_per_s", "msgs_per_cpu_s")
+WS_IDLE_METRICS = ("idle_kib_per_conn", "rss_before_mib", "rss_open_mib", "peak_rss_mib")
+WS_IDLE_RATIOS = ("idle_kib_per_conn",)
 
 # metric -> contender -> round -> value
 ByRound = dict[str, dict[str, dict[int, float]]]
@@ -181,6 +190,43 @@ def summarize_http(records: list[dict], servers: list[str], workloads: list[str]
                     ratios.setdefault(other, {})[metric] = r
             entry["ferroloop_ratio"] = ratios
         vs_base = against_base(by_round, ("req_per_cpu_s", "req_per_s"))
+        if vs_base is not None:
+            entry["ferroloop_vs_base"] = vs_base
+        summary[workload] = entry
+    return summary
+
+
+def summarize_ws(records: list[dict], servers: list[str], workloads: list[str]) -> dict:
+    """workload -> {kind, label, conns, contenders: cells (each with
+    `deflate`: whether every connection of every round negotiated
+    permessage-deflate, and `unclosed`/`bad_close` over all rounds),
+    ferroloop_ratio: {other: {metric: r}}}."""
+    summary = {}
+    for workload in workloads:
+        w = WS_WORKLOADS[workload]
+        metrics, compared = (
+            (WS_IDLE_METRICS, WS_IDLE_RATIOS) if w.kind == IDLE else (WS_METRICS, WS_RATIOS)
+        )
+        taken = [r for r in records if r["workload"] == workload]
+        out, by_round = cells(taken, servers, metrics)
+        for server, cell in out.items():
+            if cell["status"] == "ok":
+                mine = [r for r in taken if r["contender"] == server]
+                # None where the handshake did not offer it.
+                offered = all(r["deflate"] == r["conns"] for r in mine) if w.deflate else None
+                cell["deflate"] = offered
+                cell["deflate_params"] = mine[0]["deflate_params"]
+                cell["unclosed"] = sum(r["unclosed"] for r in mine)
+                cell["bad_close"] = sum(r["bad_close"] for r in mine)
+                cell["connections"] = sum(r["conns"] for r in mine)
+        entry = {"kind": w.kind, "label": w.label, "conns": w.conns, "contenders": out}
+        if SUBJECT in by_round[compared[0]]:
+            ratios: dict[str, dict] = {}
+            for metric in compared:
+                for other, r in subject_ratios(by_round[metric]).items():
+                    ratios.setdefault(other, {})[metric] = r
+            entry["ferroloop_ratio"] = ratios
+        vs_base = against_base(by_round, compared[::-1] if w.kind != IDLE else compared)
         if vs_base is not None:
             entry["ferroloop_vs_base"] = vs_base
         summary[workload] = entry

@@ -5,7 +5,9 @@
 
 Routes: `/` text, `/json` JSON, `/echo` (POST: streams the request body
 back, chunked), `/stream` (a streamed, chunked response), `/state` (what
-lifespan startup stored). Anything else is a 404.
+lifespan startup stored), and the WebSocket `/ws`: an echo (text back as
+text, bytes as bytes) that answers "stats" with how many messages it saw.
+Anything else is a 404 (a WebSocket elsewhere is refused: HTTP 403).
 """
 
 from __future__ import annotations
@@ -38,9 +40,32 @@ async def respond(send: Any, status: int, body: bytes, content_type: bytes) -> N
     await send({"type": "http.response.body", "body": body})
 
 
+async def websocket_echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    message = await receive()
+    assert message["type"] == "websocket.connect"
+    if scope["path"] != "/ws":
+        await send({"type": "websocket.close"})  # before accept: HTTP 403
+        return
+    await send({"type": "websocket.accept"})
+    seen = 0
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        seen += 1
+        if message.get("text") == "stats":
+            await send({"type": "websocket.send", "text": f"{seen} messages so far"})
+        elif message.get("text") is not None:
+            await send({"type": "websocket.send", "text": message["text"]})
+        else:
+            await send({"type": "websocket.send", "bytes": message["bytes"]})
+
+
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
         return await lifespan(scope, receive, send)
+    if scope["type"] == "websocket":
+        return await websocket_echo(scope, receive, send)
     assert scope["type"] == "http"
     path, method = scope["path"], scope["method"]
     if path == "/":

@@ -74,9 +74,27 @@ async def serve_demo_app() -> None:
         upload = b"x" * (1 << 20)
         echoed = await client.post("/echo", content=upload)
         print(f"POST /echo (1 MiB, streamed back chunked): {echoed.status_code}, {len(echoed.content)} bytes, intact: {echoed.content == upload}")
+    await websocket_demo(base.replace("http://", "ws://") + "/ws")
     server.should_exit = True
     await serving
     print("  serve it yourself: .venv/bin/ferroloop examples.app:app  (then curl http://127.0.0.1:8000/)")
+
+
+async def websocket_demo(url: str) -> None:
+    """The app's WebSocket echo, with the `websockets` client (permessage-deflate on)."""
+    from websockets.asyncio.client import connect
+
+    async with connect(url) as ws:
+        extensions = ws.response.headers.get("sec-websocket-extensions", "none")
+        await ws.send("hello")
+        text = await ws.recv()
+        blob = bytes(range(256)) * 4096
+        await ws.send(blob)
+        echoed = await ws.recv()
+        await ws.send("stats")
+        stats = await ws.recv()
+    print(f"WebSocket /ws: text {text!r}, 1 MiB binary intact: {echoed == blob}, {stats!r}; extensions: {extensions}")
+    print(f"  closed with code {ws.close_code}")
 
 
 def chain(loop: asyncio.AbstractEventLoop, n: int) -> float:

@@ -56,6 +56,12 @@ pub enum CliError {
     #[error("{what} is not supported yet: {reason}")]
     Unsupported { what: String, reason: &'static str },
 
+    /// A value ferroloop knows from uvicorn and will not take (`--ws
+    /// mypkg:Protocol`: an implementation class where ferroloop's is
+    /// native).
+    #[error("{what} is not supported: {reason}")]
+    Refused { what: String, reason: &'static str },
+
     /// An environment variable's value that does not validate.
     #[error("invalid value '{value}' for environment variable {var} ({option}): {expected}")]
     InvalidEnv {

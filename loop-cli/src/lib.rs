@@ -54,10 +54,10 @@
 //! `--timeout-worker-healthcheck`), or refused as a usage error "not
 //! supported yet: …" naming what to do instead
 //! ([`table::Status::Unsupported`]: `--workers`, `--reload*`, `--ssl-*`,
-//! `--ws-*`, `--http2`; and single values: `--interface wsgi`, `--ws
-//! websockets`). An unsupported option given its default value
-//! (`--workers 1`, `--ws auto`) asks for nothing ferroloop does not do and
-//! passes. `--help` marks each with `[ignored]` or `[not supported yet]`.
+//! `--http2`; and single values: `--interface wsgi`). An unsupported
+//! option given its default value (`--workers 1`, `--ssl-version 17`) asks
+//! for nothing ferroloop does not do and passes. `--help` marks each with
+//! `[ignored]` or `[not supported yet]`.
 //!
 //! Decisions, per option:
 //!
@@ -65,8 +65,14 @@
 //!   uvicorn's default for `--workers`, is read the same way, so a platform
 //!   that sets it above 1 gets the "not supported yet" error naming it
 //!   (unless a `--workers` flag is given: the flag wins).
-//! * `--ws auto` and `--ws none` pass: no WebSocket is served, as with
-//!   uvicorn when no WebSocket library is installed.
+//! * `--ws` takes uvicorn's values: `auto`, and `websockets`,
+//!   `websockets-sansio` and `wsproto` as names for ferroloop's native
+//!   WebSocket (the server notes the alias once at startup); `none` serves
+//!   no WebSocket (an upgrade request reaches the app as plain HTTP). A `module:attr`
+//!   protocol class, which uvicorn's `Config` imports, is refused
+//!   ([`CliError::Refused`]). The `--ws-*` options are uvicorn's, plus
+//!   ferroloop's bounds `--ws-max-frame-size`, `--ws-max-queue-bytes` and
+//!   `--ws-close-timeout`.
 //! * `--h11-max-incomplete-event-size` sets `--max-header-size` (h11 bounds
 //!   the request head with it); `--max-header-size` wins when both are
 //!   given.

@@ -194,6 +194,14 @@ pub(crate) fn admit(
             });
         }
     }
+    if let (Some(reason), Value::Str(v)) = (setting.refuse_import, &value) {
+        if setting.is_refused_import(v) {
+            return Err(CliError::Refused {
+                what: format!("{what} with '{v}'"),
+                reason,
+            });
+        }
+    }
     let is_default = value == setting.default_value();
     match setting.status {
         Status::Unsupported(reason) if !is_default => Err(CliError::Unsupported { what, reason }),

@@ -52,6 +52,9 @@ impl Setting {
         if self.null == Null::Word && text.eq_ignore_ascii_case("none") {
             return Ok(Value::None);
         }
+        if self.is_refused_import(text) {
+            return Ok(Value::Str(text.to_owned())); // for `admit` to refuse by name
+        }
         match self.kind {
             Kind::Int { min, max } => parse_int(text, min, max).map(Value::Int),
             Kind::Seconds { zero } => parse_number(text)

@@ -192,8 +192,8 @@ fn a_flag_wins_over_the_environment_even_when_it_stores_nothing() {
     let p = parse_env(&["--workers", "1"], &[("WEB_CONCURRENCY", "4")]);
     assert!(p.is_ok(), "{p:?}");
     assert!(p.is_ok_and(|p| p.values.flagged("workers")));
-    let p = parse_env(&["--ws", "auto"], &[("FERROLOOP_WS", "websockets")]);
-    assert!(p.is_ok(), "{p:?}");
+    let p = parse_env(&["--ws", "auto"], &[("FERROLOOP_WS", "module:Class")]);
+    assert!(p.is_ok_and(|p| p.values.get("ws") == Value::Str("auto".into())));
     // An ignored option warns once, for the flag.
     let p = parse_env(&["--loop", "x"], &[("FERROLOOP_LOOP", "y")]).unwrap();
     assert_eq!(p.values.warnings().len(), 1, "{:?}", p.values.warnings());
@@ -245,12 +245,8 @@ fn ignored_options_warn_once_each() {
 fn unsupported_options_are_refused_unless_given_their_default() {
     for args in [
         &["--workers", "1"][..],
-        &["--ws", "auto"],
-        &["--ws", "none"],
-        &["--ws-max-size", "16777216"],
         &["--ssl-version", "17"],
         &["--reload-delay", "0.25"],
-        &["--ws-per-message-deflate", "true"],
         &["--interface", "asgi2"],
     ] {
         run(args);
@@ -260,12 +256,6 @@ fn unsupported_options_are_refused_unless_given_their_default() {
         (&["--reload"], "option '--reload'"),
         (&["--reload-dir", "src"], "option '--reload-dir'"),
         (&["--ssl-certfile", "c.pem"], "option '--ssl-certfile'"),
-        (&["--ws", "websockets"], "option '--ws' with 'websockets'"),
-        (&["--ws-ping-interval", "5"], "option '--ws-ping-interval'"),
-        (
-            &["--ws-per-message-deflate", "false"],
-            "option '--ws-per-message-deflate'",
-        ),
         (&["--http2"], "option '--http2'"),
         (&["--interface", "wsgi"], "option '--interface' with 'wsgi'"),
     ] {
@@ -346,4 +336,171 @@ fn a_closure_is_an_environment() {
         panic!("expected a run");
     };
     assert_eq!(p.values.get("port"), Value::Int(7));
+}
+
+#[test]
+fn websocket_options_have_uvicorns_meaning() {
+    let p = run(&[]);
+    let defaults = [
+        ("ws", Value::Str("auto".into())),
+        ("ws_max_size", Value::Int(16 * 1024 * 1024)),
+        ("ws_max_queue", Value::Int(32)),
+        ("ws_ping_interval", Value::Float(20.0)),
+        ("ws_ping_timeout", Value::Float(20.0)),
+        ("ws_per_message_deflate", Value::Bool(true)),
+        ("ws_max_frame_size", Value::None),
+        ("ws_max_queue_bytes", Value::Int(16 * 1024 * 1024)),
+        ("ws_close_timeout", Value::Float(10.0)),
+    ];
+    for (name, value) in defaults {
+        assert_eq!(p.values.get(name), value, "{name}");
+    }
+    // uvicorn's implementation names are all the native one: kept as given
+    // (the server notes the alias at startup).
+    for ws in ["auto", "none", "websockets", "websockets-sansio", "wsproto"] {
+        let p = run(&["--ws", ws]);
+        assert_eq!(p.values.given("ws"), Some(&Value::Str(ws.into())));
+        assert!(p.values.warnings().is_empty(), "{ws}");
+    }
+    let p = run(&[
+        "--ws-max-size",
+        "1024",
+        "--ws-max-queue",
+        "4",
+        "--ws-ping-interval",
+        "2.5",
+        "--ws-ping-timeout=none",
+        "--ws-per-message-deflate",
+        "false",
+        "--ws-max-frame-size",
+        "512",
+        "--ws-max-queue-bytes",
+        "4096",
+        "--ws-close-timeout",
+        "0.5",
+    ]);
+    let given = [
+        ("ws_max_size", Value::Int(1024)),
+        ("ws_max_queue", Value::Int(4)),
+        ("ws_ping_interval", Value::Float(2.5)),
+        ("ws_ping_timeout", Value::None),
+        ("ws_per_message_deflate", Value::Bool(false)),
+        ("ws_max_frame_size", Value::Int(512)),
+        ("ws_max_queue_bytes", Value::Int(4096)),
+        ("ws_close_timeout", Value::Float(0.5)),
+    ];
+    for (name, value) in given {
+        assert_eq!(p.values.given(name), Some(&value), "{name}");
+    }
+}
+
+#[test]
+fn websocket_variables_set_their_options() {
+    let p = parse_env(
+        &["--ws-max-queue", "8"],
+        &[
+            ("FERROLOOP_WS", "wsproto"),
+            ("FERROLOOP_WS_MAX_SIZE", "2048"),
+            ("FERROLOOP_WS_MAX_QUEUE", "2"),
+            ("FERROLOOP_WS_PING_INTERVAL", "none"),
+            ("FERROLOOP_WS_PER_MESSAGE_DEFLATE", "off"),
+            ("FERROLOOP_WS_MAX_QUEUE_BYTES", "65536"),
+            ("FERROLOOP_WS_CLOSE_TIMEOUT", "3"),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.values.get("ws"), Value::Str("wsproto".into()));
+    assert_eq!(p.values.get("ws_max_size"), Value::Int(2048));
+    assert_eq!(p.values.get("ws_max_queue"), Value::Int(8), "the flag wins");
+    assert_eq!(p.values.given("ws_ping_interval"), Some(&Value::None));
+    assert_eq!(p.values.get("ws_per_message_deflate"), Value::Bool(false));
+    assert_eq!(p.values.get("ws_max_queue_bytes"), Value::Int(65536));
+    assert_eq!(p.values.get("ws_close_timeout"), Value::Float(3.0));
+}
+
+#[test]
+fn a_websocket_protocol_class_is_refused_naming_the_flag_or_variable() {
+    let reason = loop_cli::table::find("ws").and_then(|s| s.refuse_import);
+    let reason = reason.unwrap_or_else(|| panic!("ws refuses import strings"));
+    let e = parse_env(&["--ws", "mypkg.proto:WSProtocol"], &[]).unwrap_err();
+    assert_eq!(
+        e,
+        CliError::Refused {
+            what: "option '--ws' with 'mypkg.proto:WSProtocol'".into(),
+            reason,
+        }
+    );
+    assert_eq!(e.exit_code(), 2);
+    assert_eq!(
+        e.to_string(),
+        format!("option '--ws' with 'mypkg.proto:WSProtocol' is not supported: {reason}")
+    );
+    assert_eq!(
+        msg(&[], &[("FERROLOOP_WS", "mypkg:Proto")]),
+        format!("FERROLOOP_WS (--ws) with 'mypkg:Proto' is not supported: {reason}")
+    );
+    // Anything else is an invalid choice, as in uvicorn.
+    for bad in ["websocket", "Auto", ":Proto", "mypkg:", "x"] {
+        assert_eq!(
+            msg(&["--ws", bad], &[]),
+            format!(
+                "invalid value '{bad}' for '--ws': expected one of: auto, none, websockets, \
+                 websockets-sansio, wsproto"
+            )
+        );
+    }
+}
+
+#[test]
+fn websocket_bounds_are_checked() {
+    for (args, expected) in [
+        (
+            &["--ws-max-size", "0"][..],
+            "expected an integer of at least 1",
+        ),
+        (
+            &["--ws-max-queue", "-1"],
+            "expected an integer of at least 1",
+        ),
+        (
+            &["--ws-max-queue-bytes", "0"],
+            "expected an integer of at least 1",
+        ),
+        // Not given is "as --ws-max-size"; there is no word for it.
+        (
+            &["--ws-max-frame-size", "none"],
+            "expected an integer of at least 1",
+        ),
+        (
+            &["--ws-ping-interval", "0"],
+            "expected a positive number of seconds, or none",
+        ),
+        (
+            &["--ws-ping-timeout", "soon"],
+            "expected a positive number of seconds, or none",
+        ),
+        (
+            &["--ws-close-timeout", "0"],
+            "expected a positive number of seconds",
+        ),
+        (
+            &["--ws-close-timeout", "none"],
+            "expected a positive number of seconds",
+        ),
+        (
+            &["--ws-per-message-deflate", "maybe"],
+            "expected true or false",
+        ),
+    ] {
+        let m = msg(args, &[]);
+        assert_eq!(
+            m,
+            format!("invalid value '{}' for '{}': {expected}", args[1], args[0]),
+        );
+    }
+    assert_eq!(
+        msg(&[], &[("FERROLOOP_WS_MAX_SIZE", "big")]),
+        "invalid value 'big' for environment variable FERROLOOP_WS_MAX_SIZE (--ws-max-size): \
+         expected an integer of at least 1"
+    );
 }

@@ -270,6 +270,7 @@ fn setting_to_py<'py>(py: Python<'py>, s: &Setting) -> PyResult<Bound<'py, PyDic
     d.set_item("status_reason", reason)?;
     d.set_item("refuse", s.refuse.map(|(values, _)| values.to_vec()))?;
     d.set_item("refuse_reason", s.refuse.map(|(_, reason)| reason))?;
+    d.set_item("refuse_import", s.refuse_import)?;
     let (keyword_type, attribute_type) = s.py_types();
     d.set_item("py_type", keyword_type)?;
     d.set_item("py_attribute_type", attribute_type)?;

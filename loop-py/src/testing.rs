@@ -10,6 +10,9 @@
 //! fetches its own `PanicException`.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::asgi::settings::Settings;
 
 /// Panics with `message`: proves that a Rust panic inside a callback
 /// reaches the exception handler as a `RuntimeError` and leaves the loop
@@ -19,6 +22,25 @@ fn test_panic(message: &str) {
     panic!("{message}");
 }
 
+/// The WebSocket limits the native server takes from a `ferroloop.Config`
+/// (`Settings::ws`), by `loop_ws::Config` field; `None` for `ws="none"`.
+#[pyfunction]
+fn ws_settings<'py>(config: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(ws) = Settings::from_py(config)?.ws else {
+        return Ok(None);
+    };
+    let d = PyDict::new(config.py());
+    d.set_item("max_message_size", ws.max_message_size)?;
+    d.set_item("max_frame_size", ws.max_frame_size)?;
+    d.set_item("max_queue", ws.max_queue)?;
+    d.set_item("max_queue_bytes", ws.max_queue_bytes)?;
+    d.set_item("ping_interval", ws.ping_interval)?;
+    d.set_item("ping_timeout", ws.ping_timeout)?;
+    d.set_item("close_timeout", ws.close_timeout)?;
+    d.set_item("per_message_deflate", ws.per_message_deflate)?;
+    Ok(Some(d))
+}
+
 /// Adds `_testing` to `_native` and to `sys.modules` (so that `import
 /// ferroloop._native._testing` works as well as `from ferroloop._native
 /// import _testing`).
@@ -26,6 +48,7 @@ pub fn register(native: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = native.py();
     let testing = PyModule::new(py, "ferroloop._native._testing")?;
     testing.add_function(wrap_pyfunction!(test_panic, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(ws_settings, &testing)?)?;
     native.add("_testing", &testing)?;
     py.import("sys")?
         .getattr("modules")?

@@ -1,7 +1,7 @@
 """The real `ferroloop` command serving with uvicorn's options: --env-file,
 --factory, --app-dir from another directory, --header (on the app's
 responses and the server's own), --limit-max-requests, --interface asgi2,
---reset-contextvars; and the environment."""
+--reset-contextvars, --ws; and the environment."""
 
 from __future__ import annotations
 
@@ -190,3 +190,17 @@ def test_fastapi_app_with_a_uvicorn_command_line(ferroloop_cmd, tmp_path):
     assert response.json() == {"n": 3} and response.headers["x-served-by"] == "ferroloop"
     assert get(port, "/items/x").status_code == 422
     assert child.stop() == 0
+
+
+def test_uvicorns_ws_implementations_are_the_native_one_noted_once(ferroloop_cmd, tmp_path):
+    write_app(tmp_path)
+    note = "WebSocket implementation 'wsproto' is served by ferroloop's native WebSocket"
+    child, port = serve(ferroloop_cmd, "cliapp:app", "--ws", "wsproto", cwd=tmp_path)
+    assert get(port).status_code == 200  # the note comes before the first request is served
+    assert child.output().count(note) == 1
+    assert child.stop() == 0
+    for ws in ("auto", "none"):
+        child, port = serve(ferroloop_cmd, "cliapp:app", "--ws", ws, cwd=tmp_path)
+        assert get(port).status_code == 200
+        assert "WebSocket implementation" not in child.output()
+        assert child.stop() == 0

@@ -98,7 +98,7 @@ def test_every_uvicorn_option_is_known_and_behaves_as_its_status_says(option, tm
 
 
 def test_unsupported_options_given_their_default_pass():
-    for args in (["--workers", "1"], ["--ws", "auto"], ["--ws", "none"], ["--ssl-version", "17"]):
+    for args in (["--workers", "1"], ["--reload-delay", "0.25"], ["--ssl-version", "17"]):
         kind, value = parse(*args)
         assert kind == "run" and value["warnings"] == [], args
 
@@ -150,3 +150,18 @@ def test_help_marks_what_is_not_implemented():
     flat = " ".join(text.split())
     assert "[not supported yet]" in flat and "[ignored]" in flat and "[not supported yet: wsgi]" in flat
     assert "FERROLOOP_" in flat
+
+
+def test_ws_takes_uvicorns_values_and_refuses_a_protocol_class():
+    for ws in ("auto", "none", "websockets", "websockets-sansio", "wsproto"):
+        kind, value = parse("--ws", ws)
+        assert kind == "run" and value["values"] == {"ws": ws} and value["warnings"] == [], ws
+    for args, environ, named in (
+        (["--ws", "mypkg.ws:Protocol"], None, "option '--ws' with 'mypkg.ws:Protocol'"),
+        ([], {b"FERROLOOP_WS": b"mypkg.ws:Protocol"}, "FERROLOOP_WS (--ws) with 'mypkg.ws:Protocol'"),
+    ):
+        kind, (report, code) = parse(*args, environ=environ)
+        assert (kind, code) == ("error", 2)
+        assert f"{named} is not supported: " in report and "native" in report
+    kind, (report, code) = parse("--ws", "tornado")
+    assert (kind, code) == ("error", 2) and "invalid value 'tornado' for '--ws'" in report

@@ -190,3 +190,47 @@ def test_status_rules_in_config(recwarn):
     row = dict(row, status="unsupported", status_reason="later")
     with pytest.raises(ValueError, match="backlog: not supported yet: later"):
         _config._check(row, 5)
+
+
+WS_DEFAULTS = {
+    "max_message_size": 16 * 1024 * 1024,
+    "max_frame_size": 16 * 1024 * 1024,
+    "max_queue": 32,
+    "max_queue_bytes": 16 * 1024 * 1024,
+    "ping_interval": 20.0,
+    "ping_timeout": 20.0,
+    "close_timeout": 10.0,
+    "per_message_deflate": True,
+}
+
+
+def test_ws_settings_reach_the_native_server():
+    from ferroloop._native import _testing
+
+    for ws in ("auto", "websockets", "websockets-sansio", "wsproto"):
+        assert _testing.ws_settings(ferroloop.Config(apps.app, ws=ws)) == WS_DEFAULTS, ws
+    assert _testing.ws_settings(ferroloop.Config(apps.app, ws="none")) is None
+    config = ferroloop.Config(
+        apps.app, ws_max_size=1000, ws_max_queue=3, ws_ping_interval=None, ws_ping_timeout=2.5,
+        ws_per_message_deflate=False, ws_max_queue_bytes=5000, ws_close_timeout=0.5,
+    )
+    assert _testing.ws_settings(config) == {
+        "max_message_size": 1000, "max_frame_size": 1000,  # not given: as large as a message
+        "max_queue": 3, "max_queue_bytes": 5000, "ping_interval": None, "ping_timeout": 2.5,
+        "close_timeout": 0.5, "per_message_deflate": False,
+    }
+    config = ferroloop.Config(apps.app, ws_max_frame_size=64 * 1024)
+    assert _testing.ws_settings(config) == {**WS_DEFAULTS, "max_frame_size": 64 * 1024}
+
+
+def test_ws_protocol_class_is_refused_by_config():
+    import asyncio
+
+    class Protocol(asyncio.Protocol):
+        pass
+
+    for value in ("mypkg.ws:Protocol", Protocol):
+        with pytest.raises(ValueError, match=r"^ws: .* is not supported: ferroloop serves WebSocket with its native"):
+            ferroloop.Config(apps.app, ws=value)
+    with pytest.raises(ValueError, match="ws: expected one of"):
+        ferroloop.Config(apps.app, ws="tornado")

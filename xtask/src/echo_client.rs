@@ -60,7 +60,7 @@ const OFFSETS: usize = 251;
 const KEPT_ERRORS: usize = 5;
 
 /// poll(2), which std uses internally but does not expose.
-mod sys {
+pub(crate) mod sys {
     use std::ffi::{c_int, c_short};
     use std::io;
     use std::time::Duration;
@@ -152,13 +152,13 @@ fn parse(args: &[String]) -> Result<Options, String> {
     })
 }
 
-fn seconds(text: &str) -> Result<Duration, String> {
+pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
     let s: f64 = text.parse().map_err(|e| format!("{e}"))?;
     Duration::try_from_secs_f64(s).map_err(|e| format!("{e}"))
 }
 
 /// Deterministic pseudo-random bytes (xorshift64), `len` of them.
-fn random_bytes(len: usize) -> Vec<u8> {
+pub(crate) fn random_bytes(len: usize) -> Vec<u8> {
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     (0..len)
         .map(|_| {
@@ -215,7 +215,7 @@ impl Failure {
     }
 }
 
-fn would_block(e: &io::Error) -> bool {
+pub(crate) fn would_block(e: &io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
 }
 
@@ -409,7 +409,7 @@ impl Client {
     }
 }
 
-fn json_string(text: &str) -> String {
+pub(crate) fn json_string(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {
@@ -425,7 +425,7 @@ fn json_string(text: &str) -> String {
     out
 }
 
-fn event(name: &str) {
+pub(crate) fn event(name: &str) {
     // The harness reads a pipe and must see each event when it happens.
     let mut out = io::stdout().lock();
     let _ = writeln!(out, "{{\"event\":\"{name}\"}}");

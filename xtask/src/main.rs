@@ -1,4 +1,4 @@
-//! `cargo xtask …`: the project's task runner (std only, so it builds fast).
+//! `cargo xtask …`: the project's task runner (std only but for the WebSocket client's sha1, base64 and flate2, so it builds fast).
 //!
 //! | task | what it does |
 //! |---|---|
@@ -10,6 +10,7 @@
 //! | `conformance [--python V] [ARGS]` | CPython's asyncio suite of that interpreter against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
 //! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
+//! | `ws-client --addr HOST:PORT [ARGS]` | the WebSocket benchmark's load generator (`ws_client.rs`, its client-side codec `ws_wire.rs`) |
 //! | `gen-settings` | rewrite the files generated from loop-cli's settings table (the `Config` stub); `cargo test -p loop-cli` fails while they are stale |
 
 mod cmd;
@@ -18,6 +19,8 @@ mod pythons;
 mod tasks;
 mod venv;
 mod wheel;
+mod ws_client;
+mod ws_wire;
 
 use std::process::ExitCode;
 
@@ -25,6 +28,7 @@ const USAGE: &str =
     "usage: cargo xtask <demo|test [--python V] [--allow-missing-python] [--no-conformance]|\
                      develop [--python V]|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
                      check-versions|bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]|\
+                     ws-client --addr HOST:PORT [ARGS]|\
                      gen-settings>";
 
 fn usage() -> String {
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         "conformance" => tasks::conformance(&rest),
         "bench" => tasks::bench(&rest),
         "echo-client" => echo_client::main(&rest),
+        "ws-client" => ws_client::main(&rest),
         "gen-settings" => tasks::gen_settings(),
         "-h" | "--help" | "help" => {
             println!("{}", usage());

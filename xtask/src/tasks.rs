@@ -227,7 +227,8 @@ fn bench_target() -> PathBuf {
     cmd::root().join("target").join("xtask-bench")
 }
 
-/// Build the echo suite's load generator (`xtask echo-client`) optimized.
+/// Build the echo and WebSocket suites' load generators (`xtask
+/// echo-client`, `xtask ws-client`) optimized.
 fn build_echo_client() -> Result<PathBuf, String> {
     let target = bench_target();
     cmd::run(
@@ -271,7 +272,7 @@ fn build_plaintext_server(profile: &str) -> Result<Option<PathBuf>, String> {
 }
 
 /// The suites `bench` knows; without one it runs `all` of them.
-const BENCH_SUITES: &[&str] = &["sched", "echo", "http", "all", "compare"];
+const BENCH_SUITES: &[&str] = &["sched", "echo", "http", "ws", "all", "compare"];
 
 pub fn bench(args: &[String]) -> Result<(), String> {
     let venv = venv::ensure()?;
@@ -298,7 +299,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     if suite == "compare" {
         return cmd::run(run.args(rest));
     }
-    if matches!(suite, "echo" | "all") {
+    if matches!(suite, "echo" | "ws" | "all") {
         run.arg("--client").arg(build_echo_client()?);
     }
     if matches!(suite, "http" | "all") {

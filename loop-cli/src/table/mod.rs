@@ -152,6 +152,10 @@ pub struct Setting {
     /// Values of a supported setting that are not supported yet, and why
     /// (`--interface wsgi`).
     pub refuse: Option<(&'static [&'static str], &'static str)>,
+    /// A `module:attr` value (uvicorn's own implementation class, as
+    /// `--ws mypkg:Protocol`) is taken for a choice and refused with this
+    /// reason, rather than being an invalid value.
+    pub refuse_import: Option<&'static str>,
     /// This setting is another spelling of the setting named here (uvicorn's
     /// `--h11-max-incomplete-event-size` for `max_header_size`): its value
     /// goes there unless that setting's own flag (or, when this one came from
@@ -181,6 +185,7 @@ impl Setting {
             native: false,
             status: Status::Supported,
             refuse: None,
+            refuse_import: None,
             alias_of: None,
             env_alias: None,
             py_type: None,
@@ -244,6 +249,20 @@ impl Setting {
     pub const fn refuse(mut self, values: &'static [&'static str], reason: &'static str) -> Self {
         self.refuse = Some((values, reason));
         self
+    }
+
+    pub const fn refuse_import(mut self, reason: &'static str) -> Self {
+        self.refuse_import = Some(reason);
+        self
+    }
+
+    /// `text` names an implementation class, `module:attr`, that
+    /// [`Setting::refuse_import`] refuses.
+    pub fn is_refused_import(&self, text: &str) -> bool {
+        self.refuse_import.is_some()
+            && text
+                .split_once(':')
+                .is_some_and(|(module, attr)| !module.is_empty() && !attr.is_empty())
     }
 
     pub const fn alias_of(mut self, name: &'static str) -> Self {
@@ -518,6 +537,19 @@ mod tests {
                 "{}",
                 s.name
             );
+        }
+    }
+
+    #[test]
+    fn only_ws_refuses_import_strings_and_only_module_attr() {
+        let ws = find("ws").map(|s| (s.is_refused_import("a.b:C"), s.is_refused_import("a:")));
+        assert_eq!(ws, Some((true, false)));
+        for s in SETTINGS.iter().filter(|s| s.name != "ws") {
+            assert!(!s.is_refused_import("a:b"), "{}", s.name);
+        }
+        // A refused import string is not a choice: it must not be a value.
+        for v in WS_IMPLEMENTATIONS {
+            assert!(find("ws").is_some_and(|s| !s.is_refused_import(v)));
         }
     }
 

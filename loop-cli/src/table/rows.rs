@@ -393,6 +393,106 @@ pub static SETTINGS: &[Setting] = &[
     .null(Null::Unset)
     .alias_of("max_header_size")
     .expected("expected an integer of at least 256"),
+    // WebSocket: uvicorn's settings, then ferroloop's own bounds.
+    Setting::new(
+        "ws",
+        Kind::Choice {
+            values: WS_IMPLEMENTATIONS,
+            ignore_case: false,
+        },
+        Lit::Str("auto"),
+        "WebSocket protocol implementation: auto is ferroloop's native one, and websockets, \
+         websockets-sansio and wsproto are accepted as names for it; none serves no WebSocket \
+         (an upgrade request reaches the app as plain HTTP). A module:attr class is not \
+         supported.",
+    )
+    .cli("--ws")
+    .expected("expected one of: auto, none, websockets, websockets-sansio, wsproto")
+    .refuse_import(
+        "ferroloop serves WebSocket with its native implementation; a protocol class \
+         (module:attr) cannot replace it (use --ws auto)",
+    )
+    .native(),
+    Setting::new(
+        "ws_max_size",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(16 * MIB),
+        "WebSocket max message size in bytes, after decompression; larger is closed with \
+         1009.",
+    )
+    .cli("--ws-max-size")
+    .expected("expected an integer of at least 1")
+    .native(),
+    Setting::new(
+        "ws_max_queue",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(32),
+        "The maximum length of the WebSocket message queue: received messages the app has not \
+         taken yet before reading pauses.",
+    )
+    .cli("--ws-max-queue")
+    .expected("expected an integer of at least 1")
+    .native(),
+    Setting::new(
+        "ws_ping_interval",
+        Kind::Seconds { zero: false },
+        Lit::Float(20.0),
+        "WebSocket ping interval in seconds (none: no pings).",
+    )
+    .cli("--ws-ping-interval")
+    .null(Null::Word)
+    .expected("expected a positive number of seconds, or none")
+    .native(),
+    Setting::new(
+        "ws_ping_timeout",
+        Kind::Seconds { zero: false },
+        Lit::Float(20.0),
+        "WebSocket ping timeout in seconds: a ping unanswered this long closes the connection \
+         with 1011 (none: no limit).",
+    )
+    .cli("--ws-ping-timeout")
+    .null(Null::Word)
+    .expected("expected a positive number of seconds, or none")
+    .native(),
+    Setting::new(
+        "ws_per_message_deflate",
+        Kind::Bool,
+        Lit::Bool(true),
+        "WebSocket per-message-deflate compression: accept it when the client offers it.",
+    )
+    .cli("--ws-per-message-deflate")
+    .metavar("BOOLEAN")
+    .native(),
+    Setting::new(
+        "ws_max_frame_size",
+        Kind::Int { min: 1, max: None },
+        Lit::None,
+        "Largest WebSocket frame payload, in bytes, as sent (compressed); larger is closed \
+         with 1009 (default: the --ws-max-size value).",
+    )
+    .cli("--ws-max-frame-size")
+    .null(Null::Unset)
+    .expected("expected an integer of at least 1")
+    .native(),
+    Setting::new(
+        "ws_max_queue_bytes",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(16 * MIB),
+        "Bytes of received WebSocket messages the app has not taken yet before reading pauses, \
+         however few they are (so --ws-max-queue large messages cannot pile up).",
+    )
+    .cli("--ws-max-queue-bytes")
+    .expected("expected an integer of at least 1")
+    .native(),
+    Setting::new(
+        "ws_close_timeout",
+        Kind::Seconds { zero: false },
+        Lit::Float(10.0),
+        "Seconds to wait for the client's close frame (and the end of the connection) after \
+         the server's, before the connection is dropped.",
+    )
+    .cli("--ws-close-timeout")
+    .native(),
     Setting::new(
         "timeout_worker_healthcheck",
         Kind::Int { min: 1, max: None },
@@ -424,66 +524,6 @@ pub static SETTINGS: &[Setting] = &[
     .status(Status::Ignored(
         "ferroloop's HTTP/1.1 implementation is built in (Rust)",
     )),
-    Setting::new(
-        "ws",
-        Kind::Choice {
-            values: WS_IMPLEMENTATIONS,
-            ignore_case: false,
-        },
-        Lit::Str("auto"),
-        "WebSocket implementation. auto and none serve no WebSocket until ferroloop has it; \
-         an upgrade request reaches the app as plain HTTP.",
-    )
-    .cli("--ws")
-    .expected("expected one of: auto, none, websockets, websockets-sansio, wsproto")
-    .refuse(&["websockets", "websockets-sansio", "wsproto"], WS_LATER),
-    Setting::new(
-        "ws_max_size",
-        Kind::Int { min: 1, max: None },
-        Lit::Int(16 * MIB),
-        "WebSocket max message size in bytes.",
-    )
-    .cli("--ws-max-size")
-    .expected("expected an integer of at least 1")
-    .status(Status::Unsupported(WS_LATER)),
-    Setting::new(
-        "ws_max_queue",
-        Kind::Int { min: 1, max: None },
-        Lit::Int(32),
-        "The maximum length of the WebSocket message queue.",
-    )
-    .cli("--ws-max-queue")
-    .expected("expected an integer of at least 1")
-    .status(Status::Unsupported(WS_LATER)),
-    Setting::new(
-        "ws_ping_interval",
-        Kind::Seconds { zero: false },
-        Lit::Float(20.0),
-        "WebSocket ping interval in seconds.",
-    )
-    .cli("--ws-ping-interval")
-    .null(Null::Word)
-    .expected("expected a positive number of seconds, or none")
-    .status(Status::Unsupported(WS_LATER)),
-    Setting::new(
-        "ws_ping_timeout",
-        Kind::Seconds { zero: false },
-        Lit::Float(20.0),
-        "WebSocket ping timeout in seconds.",
-    )
-    .cli("--ws-ping-timeout")
-    .null(Null::Word)
-    .expected("expected a positive number of seconds, or none")
-    .status(Status::Unsupported(WS_LATER)),
-    Setting::new(
-        "ws_per_message_deflate",
-        Kind::Bool,
-        Lit::Bool(true),
-        "WebSocket per-message-deflate compression.",
-    )
-    .cli("--ws-per-message-deflate")
-    .metavar("BOOLEAN")
-    .status(Status::Unsupported(WS_LATER)),
     Setting::new("ssl_keyfile", Kind::Path, Lit::None, "SSL key file.")
         .cli("--ssl-keyfile")
         .null(Null::Unset)
@@ -611,8 +651,6 @@ pub static SETTINGS: &[Setting] = &[
 pub const WS_IMPLEMENTATIONS: &[&str] =
     &["auto", "none", "websockets", "websockets-sansio", "wsproto"];
 
-const WS_LATER: &str = "WebSocket support lands with issue 14; until then ferroloop serves no \
-                        WebSocket (serve WebSocket routes with uvicorn meanwhile)";
 const TLS_LATER: &str = "TLS lands with issue 15; terminate TLS at a proxy in front (nginx, \
                          HAProxy) meanwhile";
 const RELOAD_LATER: &str = "auto-reload lands with issue 16; run under a file watcher meanwhile \

@@ -143,7 +143,8 @@ def server_settings() -> list[dict[str, Any]]:
     rule, choices, ignore_case, null (no, unset, word), default, help,
     expected, flag, off_flag, env, config, cli, surface, native, status
     (supported, ignored, unsupported), status_reason, refuse (values not
-    supported yet, or None), refuse_reason, py_type, py_attribute_type,
+    supported yet, or None), refuse_reason, refuse_import (why a
+    `module:attr` value is refused, or None), py_type, py_attribute_type,
     py_default. kind also: headers."""
 def _check_forwarded_allow_ips(spec: str) -> None: ...
 def _check_access_log_format(format: str) -> None: ...

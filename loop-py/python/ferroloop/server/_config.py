@@ -197,6 +197,9 @@ def _check(row: dict[str, Any], value: Any) -> Any:
     if value is None and row["null"] != "no":
         none = _NONE.get(row["name"])
         return None if none is None else _CHECKS.get(row["name"], _check_kind)(row, none())
+    if row["refuse_import"] and (isinstance(value, type) or (isinstance(value, str) and _is_import_string(value))):
+        # uvicorn's Config takes an implementation class (or its import string) here.
+        raise ValueError(f"{row['name']}: {value!r} is not supported: {row['refuse_import']}")
     if row["refuse"] and value in row["refuse"]:
         raise ValueError(f"{row['name']}: {value!r} is not supported yet: {row['refuse_reason']}")
     if row["status"] == "unsupported" and value != row["default"]:
@@ -204,6 +207,12 @@ def _check(row: dict[str, Any], value: Any) -> Any:
     if row["status"] == "ignored" and value != row["default"]:
         warnings.warn(f"{row['name']} is ignored: {row['status_reason']}", stacklevel=3)
     return _CHECKS.get(row["name"], _check_kind)(row, value)
+
+
+def _is_import_string(value: str) -> bool:
+    """`module:attr`, as the table's `is_refused_import` reads it."""
+    module, sep, attr = value.partition(":")
+    return bool(sep and module and attr)
 
 
 def _asgi_interface(app: Any, interface: str) -> str:

@@ -56,14 +56,17 @@ class Config:
     interface: str
     factory: bool
     reset_contextvars: bool
-    loop: str
-    http: str
     ws: str
     ws_max_size: int
     ws_max_queue: int
     ws_ping_interval: float | None
     ws_ping_timeout: float | None
     ws_per_message_deflate: bool
+    ws_max_frame_size: int | None
+    ws_max_queue_bytes: int
+    ws_close_timeout: float
+    loop: str
+    http: str
     ssl_keyfile: str | None
     ssl_certfile: str | None
     ssl_keyfile_password: str | None
@@ -109,14 +112,17 @@ class Config:
         interface: str = "auto",
         factory: bool = False,
         reset_contextvars: bool = False,
-        loop: str = "auto",
-        http: str = "auto",
         ws: str = "auto",
         ws_max_size: int = 16777216,
         ws_max_queue: int = 32,
         ws_ping_interval: float | None = 20.0,
         ws_ping_timeout: float | None = 20.0,
         ws_per_message_deflate: bool = True,
+        ws_max_frame_size: int | None = None,
+        ws_max_queue_bytes: int = 16777216,
+        ws_close_timeout: float = 10.0,
+        loop: str = "auto",
+        http: str = "auto",
         ssl_keyfile: str | os.PathLike[str] | None = None,
         ssl_certfile: str | os.PathLike[str] | None = None,
         ssl_keyfile_password: str | None = None,

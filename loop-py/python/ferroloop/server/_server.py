@@ -96,6 +96,7 @@ class Server:
             for sock in self.sockets:
                 self._native.listen(sock.fileno(), sock.family in (socket.AF_INET, socket.AF_INET6))
             self.started = True
+            self._log_ws_alias()
             self._log_started()
             with self._signal_handlers(loop):
                 await self._exit_event.wait()
@@ -158,6 +159,12 @@ class Server:
         sock.setblocking(False)
         self._owned_sockets = [sock]
         self.sockets = [sock]
+
+    def _log_ws_alias(self) -> None:
+        # uvicorn's implementation names are accepted for its command lines' sake.
+        ws = self.config.ws
+        if ws not in ("auto", "none"):
+            logger.info("WebSocket implementation %r is served by ferroloop's native WebSocket", ws)
 
     def _log_started(self) -> None:
         sock = self.sockets[0]
