@@ -46,12 +46,16 @@ def _verdicts(result) -> dict:
 
 
 def _prose(result) -> str:
+    """A first reason for a non-OK entry, from kosoku: its verdict's prose
+    and the case's expectation (edit it by hand into the real why)."""
     parts = []
     if result.behavior.value not in PLAIN:
         parts.append(result.result)
     if result.behavior_close.value not in PLAIN:
         parts.append(result.result_close)
-    return " / ".join(p.strip() for p in parts if p and p.strip()) or "kosoku gave no prose"
+    said = " / ".join(p.strip() for p in parts if p and p.strip()) or "kosoku gave no prose"
+    expectation = " ".join((result.expectation or "").split())
+    return f"{said} Expected: {expectation[:300]}" if expectation else said
 
 
 def needs_reason(entry: dict) -> bool:

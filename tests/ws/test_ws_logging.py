@@ -23,11 +23,10 @@ def test_access_log_accepted_and_closed(ws_server):
     srv.events.wait_done("log")
     accepted = re.compile(r'127\.0\.0\.1:\d+ - "WebSocket /echo\?id=log" \[accepted\]')
     wait_until(lambda: accepted.search(srv.output()), message=f"no accepted line:\n{srv.output()}")
+    # uvicorn (websockets-sansio) logs no line when a session closes.
     if peer() == "ferroloop":
         closed = re.compile(r'"WebSocket /echo\?id=log".*closed.*4002')
         wait_until(lambda: closed.search(srv.output()), message=f"no closed line with the code:\n{srv.output()}")
-    else:
-        wait_until(lambda: "connection closed" in srv.output())
 
 
 def test_access_log_refused(ws_server):
@@ -39,6 +38,7 @@ def test_access_log_refused(ws_server):
     wait_until(lambda: refused.search(srv.output()), message=f"no refused line:\n{srv.output()}")
 
 
+@pytest.mark.uvicorn_differs("its [accepted] line is on the error logger, not the access log")
 def test_no_access_log(ws_server):
     srv = ws_server(no_access_log=True)
     with sync_connect(srv.ws_url("/echo", conn="quiet")) as ws:
