@@ -212,3 +212,13 @@ def test_plain_http_still_served(ws_server):
     srv = ws_server()
     response = httpx.get(f"{srv.url}/anything")
     assert response.text == "plain http"
+
+
+def test_proxy_headers(ws_server):
+    srv = ws_server()
+    headers = {"X-Forwarded-For": "198.51.100.3", "X-Forwarded-Proto": "https"}
+    with sync_connect(srv.ws_url("/scope", conn="px"), additional_headers=headers) as ws:
+        scope = json.loads(ws.recv(timeout=10))
+    # The peer (127.0.0.1) is trusted by default: a TLS proxy's wss.
+    assert scope["client"][0] == "198.51.100.3"
+    assert scope["scheme"] == "wss"

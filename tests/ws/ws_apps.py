@@ -388,9 +388,12 @@ def _make_starlette():
     return Starlette(routes=[WebSocketRoute("/rooms/{room}", chat), WebSocketRoute("/closer", closer)])
 
 
-def _make_fastapi():
-    from fastapi import Depends, FastAPI, Query, WebSocket, WebSocketDisconnect, WebSocketException, status
+# At module level: FastAPI resolves the endpoints' (string) annotations
+# in the module's globals.
+from fastapi import Depends, FastAPI, Query, WebSocket, WebSocketDisconnect, WebSocketException, status  # noqa: E402
 
+
+def _make_fastapi():
     app = FastAPI()
 
     async def token(token: str | None = Query(default=None)):

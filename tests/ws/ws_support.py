@@ -69,12 +69,19 @@ def _flag_value(value) -> str:
     return str(value)
 
 
+#: ferroloop's own settings (no uvicorn flag): left out when the peer is
+#: uvicorn; the tests that depend on them are marked ``ferroloop_only``.
+FERROLOOP_SETTINGS = frozenset({"ws_max_frame_size", "ws_max_queue_bytes", "ws_close_timeout"})
+
+
 def server_argv(app: str, port: int, settings: dict) -> list[str]:
     """argv serving ``ws_apps:APP`` on ``port`` with ``settings`` as CLI
     flags (``ws_max_size=1`` → ``--ws-max-size 1``; ``True`` alone for a
     switch such as ``no_access_log``)."""
     flags: list[str] = []
     for name, value in settings.items():
+        if peer() == "uvicorn" and name in FERROLOOP_SETTINGS:
+            continue
         flag = "--" + name.replace("_", "-")
         if value is True and name not in ("ws_per_message_deflate",):
             flags.append(flag)
@@ -104,7 +111,7 @@ class WsServer(ServerProcess):
 
     def raw(self, path: str = "/echo", conn: str | None = None, **kw) -> "RawWS":
         """A ``RawWS`` that completed the handshake (101 asserted)."""
-        target = path + (f"?id={conn}" if conn else "")
+        target = path + ((("&" if "?" in path else "?") + f"id={conn}") if conn else "")
         ws = RawWS.connect(self.port)
         response = ws.handshake(target, **kw)
         assert response.status == 101, f"handshake answered {response.status}: {response.head!r}\n{self.output()}"
@@ -176,6 +183,22 @@ def wait_until(predicate, timeout: float = EVENT_TIMEOUT, message: str = "") -> 
         if time.monotonic() > deadline:
             raise AssertionError(message or f"condition not reached within {timeout} s")
         time.sleep(0.02)
+
+
+def wait_settled(read, done, look: float = 2.0, timeout: float = 120.0) -> int:
+    """Wait until ``read()`` reaches ``done`` or stops moving (two looks
+    ``look`` s apart agree); returns the last value. A stall that is only
+    a slow machine ends the wait early, so a test built on this can only
+    pass wrongly, never fail wrongly."""
+    deadline = time.monotonic() + timeout
+    last = read()
+    while last != done and time.monotonic() < deadline:
+        time.sleep(look)
+        now = read()
+        if now == last:
+            break
+        last = now
+    return last
 
 
 # --------------------------------------------------------------------------
