@@ -390,6 +390,7 @@ pub(super) fn send<'py>(
         }
         (Stage::Open, WsMessage::Send(data)) => return send_data(slf, data),
         (Stage::Open, WsMessage::Close { code, reason }) => {
+            let (code, reason) = (code?, reason?);
             io::close(slf, code, &reason)?;
             {
                 let mut me = slf.borrow_mut();
