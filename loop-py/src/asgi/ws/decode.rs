@@ -84,9 +84,9 @@ pub(super) fn decode<'py>(message: &Bound<'py, PyAny>) -> PyResult<Decoded<'py>>
                 None => Ok(1000),
             };
             let reason = match optional(message, intern!(py, "reason"))? {
-                Some(v) => v.extract::<String>().map_err(|_| {
-                    PyTypeError::new_err("'websocket.close' 'reason' must be a str")
-                }),
+                Some(v) => v
+                    .extract::<String>()
+                    .map_err(|_| PyTypeError::new_err("'websocket.close' 'reason' must be a str")),
                 None => Ok(String::new()),
             };
             WsMessage::Close { code, reason }
