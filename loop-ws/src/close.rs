@@ -19,8 +19,34 @@ impl CloseCode {
     pub const INTERNAL_ERROR: CloseCode = CloseCode(1011);
     pub const SERVICE_RESTART: CloseCode = CloseCode(1012);
 
-    /// May this code appear in a close frame sent by an endpoint?
+    /// May this code appear in a close frame sent by an endpoint? RFC 6455
+    /// §7.4.1 and the IANA registry: 1000–1003 and 1007–1014 (1004 is
+    /// reserved, 1005, 1006 and 1015 are never on the wire), and 3000–4999
+    /// for libraries and applications. The same rule decides which codes a
+    /// received close frame may carry (others fail the session with 1002).
     pub fn is_sendable(self) -> bool {
-        todo!("loop-ws: close code rules")
+        matches!(self.0, 1000..=1003 | 1007..=1014 | 3000..=4999)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CloseCode;
+
+    #[test]
+    fn sendable_codes() {
+        let ok = [
+            1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 3999,
+            4000, 4999,
+        ];
+        for c in ok {
+            assert!(CloseCode(c).is_sendable(), "{c}");
+        }
+        let bad = [
+            0, 999, 1004, 1005, 1006, 1015, 1016, 1100, 2000, 2999, 5000, 65535,
+        ];
+        for c in bad {
+            assert!(!CloseCode(c).is_sendable(), "{c}");
+        }
     }
 }

@@ -16,9 +16,12 @@
 pub mod close;
 pub mod config;
 mod connection;
+mod fields;
 pub mod handshake;
+mod negotiate;
 
 pub use close::CloseCode;
 pub use config::Config;
 pub use connection::{Connection, Message, MessageKind, SendError, State, TimerAction};
+pub use fields::ExtensionOffer;
 pub use handshake::{Accept, DeflateParams, Offer, Refusal};

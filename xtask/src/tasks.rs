@@ -351,15 +351,15 @@ pub fn test(args: &[String]) -> Result<(), String> {
         // other. Two workers (pytest-xdist), one per core: each test's
         // servers and clients are its own, so the suite takes half the
         // time (319 s → 151 s on 3.11).
-        cmd::run(cmd::new(venv.python()).args([
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-        ]))?;
+        let mut pytest = cmd::new(venv.python());
+        pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]);
+        if python.version != pythons[0].version {
+            // Autobahn (tests/ws/test_ws_autobahn.py, minutes) tests the
+            // protocol, not the interpreter: once per run, on the first
+            // version.
+            pytest.args(["-m", "not autobahn"]);
+        }
+        cmd::run(&mut pytest)?;
         if !quick {
             let mut conformance = cmd::new(venv.python());
             conformance.args(["tests/conformance/run.py", "--loop", "ferroloop"]);

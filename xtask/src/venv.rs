@@ -26,11 +26,13 @@ const BASE_PACKAGES: &[&str] = &[
     "websockets>=13",
     // `--log-config` YAML files.
     "pyyaml>=6",
+    // The Autobahn|Testsuite's cases on Python 3 (tests/ws/test_ws_autobahn.py).
+    "kosoku>=0.1",
 ];
 
 /// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
 const BASE_IMPORTS: &str =
-    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets, yaml";
+    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets, yaml, kosoku";
 
 pub struct Venv {
     pub dir: PathBuf,

@@ -254,7 +254,7 @@ mod file {
     }
 }
 
-fn flag(message: &Bound<'_, PyAny>, key: &Bound<'_, PyString>) -> PyResult<bool> {
+pub(super) fn flag(message: &Bound<'_, PyAny>, key: &Bound<'_, PyString>) -> PyResult<bool> {
     match field(message, key)? {
         Some(v) => v.is_truthy(),
         None => Ok(false),
@@ -262,7 +262,7 @@ fn flag(message: &Bound<'_, PyAny>, key: &Bound<'_, PyString>) -> PyResult<bool>
 }
 
 /// The bytes of a body value (bytes, bytearray, memoryview, any buffer).
-fn body(value: Option<Bound<'_, PyAny>>) -> PyResult<Body<'_>> {
+pub(super) fn body(value: Option<Bound<'_, PyAny>>) -> PyResult<Body<'_>> {
     let Some(value) = value else {
         return Ok(Body::Copied(Vec::new()));
     };
@@ -283,7 +283,7 @@ fn body(value: Option<Bound<'_, PyAny>>) -> PyResult<Body<'_>> {
 }
 
 /// `message[key]`, or None when absent (dicts fast, any mapping works).
-fn field<'py>(
+pub(super) fn field<'py>(
     message: &Bound<'py, PyAny>,
     key: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -298,7 +298,7 @@ fn field<'py>(
 }
 
 /// An ASGI header list: an iterable of `[name, value]` byte strings.
-fn header_list(obj: Option<Bound<'_, PyAny>>) -> PyResult<Headers<'_>> {
+pub(super) fn header_list(obj: Option<Bound<'_, PyAny>>) -> PyResult<Headers<'_>> {
     let Some(obj) = obj else {
         return Ok(Vec::new());
     };

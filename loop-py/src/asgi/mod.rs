@@ -12,6 +12,9 @@
 //! - [`shared`]: what a server's connections share, with the registry of
 //!   live connections and the end-of-tick flush.
 //! - [`app_task`]: the task that steps the app's coroutine.
+//! - [`ws`]: the WebSocket connection kind, an ASGI `websocket` session
+//!   (around `loop_ws::Connection`), reaching HTTP before its `101` only
+//!   through a trait.
 //! - [`http`]: the HTTP/1.1 connection kind, glue around
 //!   `loop_http::ServerConnection`.
 //! - [`server`]: listeners, accepting, the timeout sweep, drain and shutdown.
@@ -26,6 +29,7 @@ mod scope;
 mod server;
 pub(crate) mod settings;
 mod shared;
+mod ws;
 
 use pyo3::prelude::*;
 
@@ -33,7 +37,7 @@ pyo3::create_exception!(
     ferroloop,
     ClientDisconnected,
     pyo3::exceptions::PyOSError,
-    "Raised by an ASGI `send()` after the client went away."
+    "Raised by an ASGI `send()` after the client went away (an HTTP response's, or a WebSocket's after `websocket.disconnect`)."
 );
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -42,6 +46,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<http::Receive>()?;
     m.add_class::<http::Send>()?;
     m.add_class::<app_task::AppTask>()?;
+    m.add_class::<ws::WsSession>()?;
+    m.add_class::<ws::WsReceive>()?;
+    m.add_class::<ws::WsSend>()?;
     m.add(
         "ClientDisconnected",
         m.py().get_type::<ClientDisconnected>(),

@@ -208,6 +208,41 @@ pub fn build<'py>(
     Ok(scope)
 }
 
+/// The ASGI WebSocket spec version implemented (2.5: `reason` in
+/// `websocket.disconnect`).
+pub const WS_SPEC_VERSION: &str = "2.5";
+
+/// Turn a request's scope (as [`build`] made it) into a `websocket`
+/// scope: no `method`, `ws`/`wss`, the offered subprotocols, the WebSocket
+/// extensions.
+pub fn to_websocket(
+    py: Python<'_>,
+    scope: &Bound<'_, PyDict>,
+    subprotocols: &[String],
+) -> PyResult<()> {
+    scope.set_item(intern!(py, "type"), intern!(py, "websocket"))?;
+    scope.del_item(intern!(py, "method"))?;
+    let secure = match scope.get_item(intern!(py, "scheme"))? {
+        Some(s) => matches!(s.extract::<&str>()?, "https" | "wss"),
+        None => false,
+    };
+    let scheme = if secure {
+        intern!(py, "wss")
+    } else {
+        intern!(py, "ws")
+    };
+    scope.set_item(intern!(py, "scheme"), scheme)?;
+    let asgi = PyDict::new(py);
+    asgi.set_item(intern!(py, "version"), intern!(py, "3.0"))?;
+    asgi.set_item(intern!(py, "spec_version"), intern!(py, WS_SPEC_VERSION))?;
+    scope.set_item(intern!(py, "asgi"), asgi)?;
+    scope.set_item(intern!(py, "subprotocols"), PyList::new(py, subprotocols)?)?;
+    let extensions = PyDict::new(py);
+    extensions.set_item("websocket.http.response", PyDict::new(py))?;
+    scope.set_item(intern!(py, "extensions"), extensions)?;
+    Ok(())
+}
+
 /// `{"type": "http.request", "body": …, "more_body": …}`
 pub fn request_message<'py>(
     py: Python<'py>,

@@ -158,13 +158,22 @@ impl HttpServer {
         let interval = {
             let shared = slf.borrow().shared.clone_ref(py);
             let s = shared.borrow(py).settings.clone();
-            let shortest = s.timeout_request_head.min(s.timeout_keep_alive).min(
+            let mut shortest = s.timeout_request_head.min(s.timeout_keep_alive).min(
                 if s.min_body_rate.is_some() {
                     s.body_rate_grace
                 } else {
                     f64::INFINITY
                 },
             );
+            // WebSocket pings and their timeouts are the sweep's too.
+            if let Some(ws) = &s.ws {
+                for t in [ws.ping_interval, ws.ping_timeout, Some(ws.close_timeout)]
+                    .into_iter()
+                    .flatten()
+                {
+                    shortest = shortest.min(t);
+                }
+            }
             (shortest / 4.0).clamp(0.05, 0.5)
         };
         let event_loop = slf.borrow().event_loop.clone_ref(py);
@@ -276,6 +285,7 @@ impl HttpServer {
     fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let shared = slf.borrow().shared.clone_ref(py);
+        shared.borrow_mut(py).draining = true;
         ServerShared::for_each(shared.bind(py), |conn| conn.drain(py))
     }
 

@@ -85,3 +85,14 @@ pub(super) fn render(format: &AccessFormat, entry: &Entry<'_>) -> String {
     }
     out
 }
+
+/// The start of a WebSocket session's access-log lines, as uvicorn's:
+/// `client - "WebSocket /path?query"`.
+pub(super) fn ws_prefix(client: &str, root_path: &str, head: &RequestHead) -> String {
+    let mut out = String::with_capacity(64);
+    out.push_str(if client.is_empty() { "-" } else { client });
+    out.push_str(" - \"WebSocket ");
+    full_path(&mut out, root_path, head);
+    out.push('"');
+    out
+}

@@ -73,6 +73,8 @@ pub struct HttpConnection {
     /// When the current request's head completed (only when the access
     /// log shows durations).
     pub(in crate::asgi) request_started: f64,
+    /// The WebSocket session the current exchange is, until it accepts.
+    pub(in crate::asgi) ws: Option<Py<crate::asgi::ws::WsSession>>,
 }
 
 /// Bound methods registered with the loop, made once per connection.
@@ -141,6 +143,7 @@ impl HttpConnection {
             sending: false,
             closing_why: None,
             request_started: 0.0,
+            ws: None,
         })
     }
 
@@ -483,7 +486,10 @@ impl HttpConnection {
     /// or at the end of the tick), and continue with pipelined input.
     pub(in crate::asgi) fn response_complete(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
-        Self::log_access(slf)?;
+        // A session's denial is logged as the session's.
+        if slf.borrow().ws.is_none() {
+            Self::log_access(slf)?;
+        }
         if slf.borrow().http.phase() == Phase::Upgraded {
             // The app switched protocols, and no protocol takes a stream
             // over from HTTP yet (WebSocket is next): the 101 goes out and
@@ -593,6 +599,10 @@ impl HttpConnection {
             format!("{} - Connection closed ({why})", me.peer_text())
         });
         exchange::end_for_app(slf)?;
+        let ws = slf.borrow_mut().ws.take();
+        if let Some(ws) = ws {
+            crate::asgi::ws::http_lost(ws.bind(py))?;
+        }
         // The bound methods refer to this object: drop the cycle.
         let callbacks = slf.borrow_mut().callbacks.take();
         drop(callbacks);

@@ -97,6 +97,9 @@ pub(in crate::asgi) fn start_request(
     if over_limit {
         return HttpConnection::fail_for(conn, 503, Some(&head));
     }
+    if super::upgrade::is_session(&conn.borrow(), &head) {
+        return super::upgrade::start(conn, server, head);
+    }
     // Built before the state machine takes the head, with no borrow held:
     // making Python objects can run a collector and any `__del__`.
     let scope = match request_scope(conn, server, &head) {
@@ -147,7 +150,7 @@ pub(in crate::asgi) fn start_request(
 
 /// The request's scope, from the connection's base (made at its first
 /// request, when the lifespan state is known).
-fn request_scope<'py>(
+pub(super) fn request_scope<'py>(
     conn: &Bound<'py, HttpConnection>,
     server: &Bound<'py, ServerShared>,
     head: &RequestHead,

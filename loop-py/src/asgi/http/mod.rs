@@ -8,6 +8,8 @@
 //! - [`exchange`]: the app's `receive`/`send` callables and their futures.
 //! - [`file_body`]: a response body sent from a file (pathsend,
 //!   zerocopysend) with `sendfile(2)`.
+//! - [`upgrade`]: a request asking for a WebSocket: refused, or a session
+//!   (`asgi::ws`) that HTTP serves until the `101`.
 //!
 //! The server reaches it only through [`HttpHandle`] and an `AppTask`
 //! through [`HttpOwner`] (the traits of `asgi::kind`).
@@ -17,6 +19,7 @@ mod connection;
 mod dispatch;
 mod exchange;
 mod file_body;
+mod upgrade;
 
 pub(super) use connection::{connection_config, HttpConnection};
 pub(super) use dispatch::Addr;

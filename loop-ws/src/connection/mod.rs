@@ -1,0 +1,745 @@
+//! A WebSocket session after the `101`: the state machine.
+//!
+//! ```text
+//!  socket bytes ─► receive(bytes) ─► next_message() ─► Message (text is UTF-8)
+//!  app sends    ─► send(kind, data, out) / close(code, reason, now, out)
+//!  the clock    ─► next_deadline(), on_timer(now) ─► TimerAction
+//!  own output   ─► take_output(out)  (pongs, the close echo, pings, failures)
+//! ```
+//!
+//! Input is decoded straight from the caller's slice; only a partial header
+//! or control frame, or input that waits for room in the receive queue, is
+//! copied into `held`. A data frame's payload is unmasked into the
+//! message's own `Vec` as it arrives, so a message is copied once.
+//!
+//! Protocol errors fail fast: the session sends its close frame and is
+//! [`State::Closed`] at once, without waiting for the peer's answer (RFC
+//! 6455 §7.1.7: once failing, an endpoint processes no more data).
+
+mod deflate;
+mod frame;
+mod utf8;
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
+use crate::close::CloseCode;
+use crate::config::Config;
+use crate::handshake::DeflateParams;
+use deflate::{Deflate, InflateError};
+use frame::{
+    Header, MAX_CONTROL_PAYLOAD, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
+};
+
+/// Text or binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    Text,
+    Binary,
+}
+
+/// A complete data message from the peer (reassembled, decompressed; text
+/// is valid UTF-8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub kind: MessageKind,
+    pub data: Vec<u8>,
+}
+
+/// Where the session is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Messages flow both ways.
+    Open,
+    /// We sent a close frame and wait for the peer's (bounded by
+    /// `close_timeout`).
+    Closing,
+    /// The closing handshake completed or the session failed: once
+    /// [`Connection::take_output`] is written, close the transport.
+    Closed,
+}
+
+/// What a timer check asks of the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerAction {
+    Nothing,
+    /// Output was queued (a ping, or a 1011 close after a pong timed out):
+    /// take and write it.
+    Output,
+    /// The peer did not finish the closing handshake in time: drop the
+    /// transport now.
+    Abort,
+}
+
+/// Why a send was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    #[error("the WebSocket is closing or closed")]
+    Closed,
+    #[error("close code {0} may not be sent")]
+    InvalidCloseCode(u16),
+    #[error("close reason is longer than 123 bytes")]
+    ReasonTooLong,
+}
+
+/// Why the session fails: the close code and reason it sends.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fail {
+    pub code: CloseCode,
+    pub reason: &'static str,
+}
+
+const fn fail(code: CloseCode, reason: &'static str) -> Fail {
+    Fail { code, reason }
+}
+
+const TOO_BIG_FRAME: Fail = fail(CloseCode::TOO_BIG, "frame too big");
+const TOO_BIG_MESSAGE: Fail = fail(CloseCode::TOO_BIG, "message too big");
+const BAD_UTF8: Fail = fail(CloseCode::INVALID_DATA, "invalid UTF-8 in a text message");
+const PING_TIMEOUT: Fail = fail(CloseCode::INTERNAL_ERROR, "keepalive ping timeout");
+
+/// Held input larger than this is freed, not kept for reuse, once empty.
+const KEEP_HELD: usize = 16 * 1024;
+/// Space reserved ahead for a data frame's payload before it has arrived
+/// (more is reserved only as bytes come): a declared length costs no
+/// memory the peer has not sent.
+const RESERVE_AHEAD: usize = 64 * 1024;
+/// Compressed payload is unmasked in pieces of this size on the stack.
+const UNMASK_CHUNK: usize = 4096;
+
+/// The data frame whose payload is arriving.
+#[derive(Clone, Copy, Debug)]
+struct Payload {
+    remaining: u64,
+    mask: [u8; 4],
+    /// Payload bytes of this frame already seen (the mask phase).
+    offset: usize,
+    fin: bool,
+}
+
+/// The message being assembled.
+#[derive(Clone, Copy, Debug)]
+struct Partial {
+    kind: MessageKind,
+    compressed: bool,
+}
+
+/// The limits a session reads on its hot path, copied from [`Config`].
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    max_message: usize,
+    max_frame: usize,
+    max_queue: usize,
+    max_queue_bytes: usize,
+    ping_interval: Option<f64>,
+    ping_timeout: Option<f64>,
+    close_timeout: f64,
+}
+
+/// One server-side session.
+pub struct Connection {
+    limits: Limits,
+    state: State,
+    /// Input not yet decoded, from `held_pos` on.
+    held: Vec<u8>,
+    held_pos: usize,
+    /// The data frame in progress, if its header has been read.
+    payload: Option<Payload>,
+    partial: Option<Partial>,
+    /// The message being assembled (decompressed).
+    msg: Vec<u8>,
+    /// `msg[..utf8_valid]` is known valid UTF-8 (text messages).
+    utf8_valid: usize,
+    queue: VecDeque<Message>,
+    queued_bytes: usize,
+    output: Vec<u8>,
+    deflate: Option<Deflate>,
+    eof: bool,
+    status: Option<(CloseCode, Cow<'static, str>)>,
+    next_ping: Option<f64>,
+    /// The payload of our unanswered ping and when it times out.
+    ping: Option<([u8; 4], Option<f64>)>,
+    pings_sent: u32,
+    close_deadline: Option<f64>,
+}
+
+impl Connection {
+    /// A session with `config`'s limits; `deflate` as [`crate::Accept`]
+    /// negotiated. Deflate state is allocated at the first compressed
+    /// message, not here.
+    pub fn new(config: &Config, deflate: Option<DeflateParams>, now: f64) -> Self {
+        let limits = Limits {
+            max_message: config.max_message_size,
+            max_frame: config.max_frame_size,
+            max_queue: config.max_queue.max(1),
+            max_queue_bytes: config.max_queue_bytes.max(1),
+            ping_interval: config.ping_interval.filter(|i| *i > 0.0),
+            ping_timeout: config.ping_timeout,
+            close_timeout: config.close_timeout,
+        };
+        Connection {
+            limits,
+            state: State::Open,
+            held: Vec::new(),
+            held_pos: 0,
+            payload: None,
+            partial: None,
+            msg: Vec::new(),
+            utf8_valid: 0,
+            queue: VecDeque::new(),
+            queued_bytes: 0,
+            output: Vec::new(),
+            deflate: deflate.map(Deflate::new),
+            eof: false,
+            status: None,
+            next_ping: limits.ping_interval.map(|i| now + i),
+            ping: None,
+            pings_sent: 0,
+            close_deadline: None,
+        }
+    }
+
+    /// Wire bytes from the peer (the handshake's leftovers first). Decodes
+    /// as far as the receive queue allows and keeps the rest; answers pings
+    /// and close frames and fails on protocol errors, queuing output.
+    pub fn receive(&mut self, bytes: &[u8], now: f64) {
+        let _ = now;
+        if self.state == State::Closed || bytes.is_empty() {
+            return;
+        }
+        if self.held_pos == self.held.len() {
+            // Nothing held: decode from the caller's slice, keep the rest.
+            let n = self.decode(bytes);
+            if n < bytes.len() && self.state != State::Closed {
+                self.held.clear();
+                self.held_pos = 0;
+                self.held.extend_from_slice(&bytes[n..]);
+            }
+        } else {
+            self.held.extend_from_slice(bytes);
+            self.decode_held();
+        }
+        self.check_eof();
+    }
+
+    /// The peer's EOF (FIN, or a reset). Input already received is still
+    /// decoded (once the queue has room); then the session is closed, with
+    /// 1006 unless a close frame came first.
+    pub fn receive_eof(&mut self) {
+        self.eof = true;
+        self.check_eof();
+    }
+
+    /// The next complete message, oldest first. Taking one makes room in
+    /// the queue, so held input is decoded: check [`Connection::state`]
+    /// and [`Connection::take_output`] afterwards.
+    pub fn next_message(&mut self) -> Option<Message> {
+        let message = self.queue.pop_front()?;
+        self.queued_bytes -= message.data.len();
+        if self.held_pos < self.held.len() && self.state != State::Closed {
+            self.decode_held();
+        }
+        self.check_eof();
+        Some(message)
+    }
+
+    /// Should the caller read from the transport (the queue has room and
+    /// the peer may still send)?
+    pub fn wants_read(&self) -> bool {
+        self.state != State::Closed && !self.eof && !self.queue_full()
+    }
+
+    /// Encode a data message (compressed if negotiated) into `out`.
+    /// Messages under 128 bytes are sent uncompressed.
+    pub fn send(
+        &mut self,
+        kind: MessageKind,
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), SendError> {
+        if self.state != State::Open {
+            return Err(SendError::Closed);
+        }
+        self.take_output(out);
+        let opcode = match kind {
+            MessageKind::Text => OP_TEXT,
+            MessageKind::Binary => OP_BINARY,
+        };
+        if let Some(deflate) = self.deflate.as_mut().filter(|_| Deflate::wants(data.len())) {
+            // Compress behind room for the longest header, then move the
+            // payload up to the header's real length.
+            let start = out.len();
+            out.resize(start + frame::MAX_SERVER_HEADER, 0);
+            if deflate.compress(data, out) {
+                let len = out.len() - start - frame::MAX_SERVER_HEADER;
+                let mut header = [0u8; frame::MAX_SERVER_HEADER];
+                let n = frame::encode_header(&mut header, true, true, opcode, len);
+                out[start..start + n].copy_from_slice(&header[..n]);
+                out.copy_within(start + frame::MAX_SERVER_HEADER.., start + n);
+                out.truncate(start + n + len);
+                return Ok(());
+            }
+            out.truncate(start);
+        }
+        frame::put_frame(out, opcode, data);
+        Ok(())
+    }
+
+    /// Start the closing handshake with `code` and `reason` (a close frame
+    /// into `out`); the session is then [`State::Closing`].
+    pub fn close(
+        &mut self,
+        code: CloseCode,
+        reason: &str,
+        now: f64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SendError> {
+        if self.state != State::Open {
+            return Err(SendError::Closed);
+        }
+        if !code.is_sendable() {
+            return Err(SendError::InvalidCloseCode(code.0));
+        }
+        if reason.len() > MAX_CONTROL_PAYLOAD - 2 {
+            return Err(SendError::ReasonTooLong);
+        }
+        self.take_output(out);
+        put_close(out, Some(code), reason);
+        self.state = State::Closing;
+        self.close_deadline = Some(now + self.limits.close_timeout);
+        self.ping = None;
+        // A message still arriving is decoded (its frames must be read
+        // through to find the peer's close) and then dropped.
+        Ok(())
+    }
+
+    /// Output the session produced on its own (pongs, a close echo, a
+    /// failure's close frame, pings).
+    pub fn take_output(&mut self, out: &mut Vec<u8>) {
+        if self.output.is_empty() {
+            return;
+        }
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.output);
+        } else {
+            out.extend_from_slice(&self.output);
+            self.output.clear();
+        }
+    }
+
+    /// Is there output for [`Connection::take_output`]?
+    pub fn has_output(&self) -> bool {
+        !self.output.is_empty()
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// How the session ended, for the application (`websocket.disconnect`):
+    /// the peer's code and reason (1005 when its close had none), the code
+    /// we failed with, or 1006 after an EOF without a close. `None` while
+    /// open.
+    pub fn close_status(&self) -> Option<(CloseCode, &str)> {
+        self.status
+            .as_ref()
+            .map(|(code, reason)| (*code, reason.as_ref()))
+    }
+
+    /// Whether permessage-deflate state has been allocated (inflater,
+    /// compressor): for tests and memory accounting.
+    pub fn deflate_allocated(&self) -> (bool, bool) {
+        self.deflate
+            .as_ref()
+            .map_or((false, false), Deflate::allocated)
+    }
+
+    /// When [`Connection::on_timer`] next has something to do.
+    pub fn next_deadline(&self) -> Option<f64> {
+        match self.state {
+            State::Open => {
+                let pong = self.ping.and_then(|(_, deadline)| deadline);
+                match (self.next_ping, pong) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            State::Closing => self.close_deadline,
+            State::Closed => None,
+        }
+    }
+
+    /// Pings, pong timeouts and the close timeout due by `now`.
+    pub fn on_timer(&mut self, now: f64) -> TimerAction {
+        match self.state {
+            State::Closed => TimerAction::Nothing,
+            State::Closing => {
+                if self.close_deadline.is_some_and(|d| now >= d) {
+                    self.finish(CloseCode::ABNORMAL, Cow::Borrowed(""));
+                    TimerAction::Abort
+                } else {
+                    TimerAction::Nothing
+                }
+            }
+            State::Open => {
+                if self.ping.and_then(|(_, d)| d).is_some_and(|d| now >= d) {
+                    self.fail(PING_TIMEOUT);
+                    return TimerAction::Output;
+                }
+                match (self.next_ping, self.limits.ping_interval) {
+                    (Some(due), Some(interval)) if now >= due => {
+                        self.next_ping = Some(now + interval);
+                        if self.ping.is_some() {
+                            // The last one is still unanswered (no timeout).
+                            return TimerAction::Nothing;
+                        }
+                        self.pings_sent = self.pings_sent.wrapping_add(1);
+                        let payload = self.pings_sent.to_be_bytes();
+                        frame::put_frame(&mut self.output, OP_PING, &payload);
+                        self.ping = Some((payload, self.limits.ping_timeout.map(|t| now + t)));
+                        TimerAction::Output
+                    }
+                    _ => TimerAction::Nothing,
+                }
+            }
+        }
+    }
+
+    fn queue_full(&self) -> bool {
+        self.queue.len() >= self.limits.max_queue
+            || self.queued_bytes >= self.limits.max_queue_bytes
+    }
+
+    /// Decode what is held, then drop what was consumed (compacting only
+    /// when most of the buffer is dead).
+    fn decode_held(&mut self) {
+        let held = std::mem::take(&mut self.held);
+        let n = self.decode(&held[self.held_pos..]);
+        self.held = held;
+        self.held_pos += n;
+        if self.state == State::Closed {
+            self.held = Vec::new();
+            self.held_pos = 0;
+        } else if self.held_pos == self.held.len() {
+            if self.held.capacity() > KEEP_HELD {
+                self.held = Vec::new();
+            } else {
+                self.held.clear();
+            }
+            self.held_pos = 0;
+        } else if self.held_pos > KEEP_HELD && self.held_pos * 2 > self.held.len() {
+            self.held.drain(..self.held_pos);
+            self.held_pos = 0;
+        }
+    }
+
+    /// After EOF, once nothing more can be decoded, the session is over.
+    fn check_eof(&mut self) {
+        if !self.eof || self.state == State::Closed {
+            return;
+        }
+        let blocked = self.held_pos < self.held.len() && self.queue_full();
+        if !blocked {
+            self.finish(CloseCode::ABNORMAL, Cow::Borrowed(""));
+        }
+    }
+
+    /// Decode frames from `input`; returns the bytes consumed. Stops at an
+    /// incomplete header or control frame, when the queue is full (at a
+    /// frame boundary), or when the session closes (all input consumed).
+    fn decode(&mut self, input: &[u8]) -> usize {
+        let mut pos = 0;
+        loop {
+            if self.state == State::Closed {
+                return input.len();
+            }
+            if let Some(p) = self.payload {
+                let avail = input.len() - pos;
+                if avail == 0 {
+                    return pos;
+                }
+                let n = usize::try_from(p.remaining).map_or(avail, |r| r.min(avail));
+                if let Err(f) = self.data(&input[pos..pos + n], p) {
+                    self.fail(f);
+                    return input.len();
+                }
+                pos += n;
+                continue;
+            }
+            if self.queue_full() {
+                return pos;
+            }
+            let rest = &input[pos..];
+            let header = match frame::parse_header(rest) {
+                Ok(Some(h)) => h,
+                Ok(None) => return pos,
+                Err(f) => {
+                    self.fail(f);
+                    return input.len();
+                }
+            };
+            if header.is_control() {
+                // At most 125 bytes: wait for the whole frame.
+                let len = header.len as usize;
+                let Some(wire) = rest.get(header.size..header.size + len) else {
+                    return pos;
+                };
+                let mut payload = [0u8; MAX_CONTROL_PAYLOAD];
+                payload[..len].copy_from_slice(wire);
+                frame::apply_mask(&mut payload[..len], header.mask, 0);
+                pos += header.size + len;
+                if let Err(f) = self.control(&header, &payload[..len]) {
+                    self.fail(f);
+                    return input.len();
+                }
+                continue;
+            }
+            let avail = (rest.len() - header.size) as u64;
+            if let Err(f) = self.start_data(&header, avail) {
+                self.fail(f);
+                return input.len();
+            }
+            pos += header.size;
+            let p = Payload {
+                remaining: header.len,
+                mask: header.mask,
+                offset: 0,
+                fin: header.fin,
+            };
+            if header.len == 0 {
+                if let Err(f) = self.data(&[], p) {
+                    self.fail(f);
+                    return input.len();
+                }
+            } else {
+                self.payload = Some(p);
+            }
+        }
+    }
+
+    /// The rules a data frame header must meet in this session.
+    fn start_data(&mut self, h: &Header, avail: u64) -> Result<(), Fail> {
+        let protocol = |reason| fail(CloseCode::PROTOCOL_ERROR, reason);
+        if h.opcode == OP_CONTINUATION {
+            if self.partial.is_none() {
+                return Err(protocol("continuation frame without a message"));
+            }
+            if h.rsv1 {
+                return Err(protocol("RSV1 set on a continuation frame"));
+            }
+        } else {
+            if self.partial.is_some() {
+                return Err(protocol("new data frame inside a fragmented message"));
+            }
+            if h.rsv1 && self.deflate.is_none() {
+                return Err(protocol("RSV1 set without permessage-deflate"));
+            }
+            let kind = if h.opcode == OP_TEXT {
+                MessageKind::Text
+            } else {
+                MessageKind::Binary
+            };
+            self.partial = Some(Partial {
+                kind,
+                compressed: h.rsv1,
+            });
+        }
+        if h.len > self.limits.max_frame as u64 {
+            return Err(TOO_BIG_FRAME);
+        }
+        let compressed = self.partial.is_some_and(|p| p.compressed);
+        if !compressed {
+            if h.len > self.limits.max_message.saturating_sub(self.msg.len()) as u64 {
+                return Err(TOO_BIG_MESSAGE);
+            }
+            // Exactly the frame when it is all here (one allocation for a
+            // single-frame message); never much more than has arrived.
+            let ahead = h.len.min(avail.max(RESERVE_AHEAD as u64)) as usize;
+            self.msg.reserve_exact(ahead);
+        }
+        Ok(())
+    }
+
+    /// Payload bytes of the current data frame (`chunk` is at most what
+    /// remains of it); completes the frame and the message.
+    fn data(&mut self, chunk: &[u8], mut p: Payload) -> Result<(), Fail> {
+        let Some(partial) = self.partial else {
+            return Ok(());
+        };
+        let start = self.msg.len();
+        if partial.compressed {
+            let Some(deflate) = self.deflate.as_mut() else {
+                return Ok(());
+            };
+            // Text is validated inside, slice by slice, so the first bad
+            // byte is found before a later size or stream error.
+            let mut text = (partial.kind == MessageKind::Text).then_some(&mut self.utf8_valid);
+            let mut scratch = [0u8; UNMASK_CHUNK];
+            let mut offset = p.offset;
+            for piece in chunk.chunks(UNMASK_CHUNK) {
+                let buf = &mut scratch[..piece.len()];
+                buf.copy_from_slice(piece);
+                frame::apply_mask(buf, p.mask, offset);
+                offset += piece.len();
+                deflate
+                    .inflate(
+                        buf,
+                        &mut self.msg,
+                        self.limits.max_message,
+                        text.as_deref_mut(),
+                    )
+                    .map_err(inflate_fail)?;
+            }
+            if p.fin && p.remaining == chunk.len() as u64 {
+                deflate
+                    .finish_inflate(&mut self.msg, self.limits.max_message, text)
+                    .map_err(inflate_fail)?;
+            }
+        } else {
+            self.msg.extend_from_slice(chunk);
+            frame::apply_mask(&mut self.msg[start..], p.mask, p.offset);
+        }
+        p.offset += chunk.len();
+        p.remaining -= chunk.len() as u64;
+        let frame_done = p.remaining == 0;
+        let message_done = frame_done && p.fin;
+        if partial.kind == MessageKind::Text {
+            if partial.compressed {
+                // Validated while inflating.
+            } else if message_done && self.utf8_valid == 0 {
+                if !utf8::whole(&self.msg) {
+                    return Err(BAD_UTF8);
+                }
+                self.utf8_valid = self.msg.len();
+            } else if !utf8::advance(&self.msg, &mut self.utf8_valid) {
+                return Err(BAD_UTF8);
+            }
+            if message_done && self.utf8_valid != self.msg.len() {
+                return Err(BAD_UTF8);
+            }
+        }
+        self.payload = if frame_done { None } else { Some(p) };
+        if message_done {
+            self.partial = None;
+            self.utf8_valid = 0;
+            let data = std::mem::take(&mut self.msg);
+            if self.state == State::Open {
+                self.queued_bytes += data.len();
+                self.queue.push_back(Message {
+                    kind: partial.kind,
+                    data,
+                });
+            }
+            // Closing: we said goodbye; nobody will read it.
+        }
+        Ok(())
+    }
+
+    fn control(&mut self, h: &Header, payload: &[u8]) -> Result<(), Fail> {
+        if h.rsv1 {
+            return Err(fail(
+                CloseCode::PROTOCOL_ERROR,
+                "RSV1 set on a control frame",
+            ));
+        }
+        match h.opcode {
+            OP_PING => {
+                if self.state == State::Open {
+                    frame::put_frame(&mut self.output, OP_PONG, payload);
+                }
+            }
+            OP_PONG => {
+                // Unsolicited pongs are allowed (a heartbeat) and ignored.
+                if self.ping.is_some_and(|(sent, _)| sent[..] == *payload) {
+                    self.ping = None;
+                }
+            }
+            _ => self.peer_close(payload)?,
+        }
+        Ok(())
+    }
+
+    /// The peer's close frame (RFC 6455 §5.5.1, §7.4).
+    fn peer_close(&mut self, payload: &[u8]) -> Result<(), Fail> {
+        let (code, reason) = match payload {
+            [] => (None, ""),
+            [_] => {
+                return Err(fail(
+                    CloseCode::PROTOCOL_ERROR,
+                    "close frame with a 1-byte payload",
+                ))
+            }
+            [hi, lo, reason @ ..] => {
+                let code = CloseCode(u16::from_be_bytes([*hi, *lo]));
+                if !code.is_sendable() {
+                    return Err(fail(CloseCode::PROTOCOL_ERROR, "invalid close code"));
+                }
+                let reason = simdutf8::basic::from_utf8(reason)
+                    .map_err(|_| fail(CloseCode::INVALID_DATA, "close reason is not UTF-8"))?;
+                (Some(code), reason)
+            }
+        };
+        if self.state == State::Open {
+            // Echo the code (not the reason), then we are done.
+            put_close(&mut self.output, code, "");
+        }
+        self.finish(
+            code.unwrap_or(CloseCode::NO_STATUS),
+            Cow::Owned(reason.to_string()),
+        );
+        Ok(())
+    }
+
+    /// Fail the session: our close frame (unless one went out already),
+    /// then closed.
+    fn fail(&mut self, f: Fail) {
+        if self.state == State::Open {
+            put_close(&mut self.output, Some(f.code), f.reason);
+        }
+        self.finish(f.code, Cow::Borrowed(f.reason));
+    }
+
+    /// The session is over: record why and free what input held.
+    fn finish(&mut self, code: CloseCode, reason: Cow<'static, str>) {
+        self.state = State::Closed;
+        if self.status.is_none() {
+            self.status = Some((code, reason));
+        }
+        self.held = Vec::new();
+        self.held_pos = 0;
+        self.drop_partial();
+        self.ping = None;
+        self.next_ping = None;
+        self.close_deadline = None;
+    }
+
+    fn drop_partial(&mut self) {
+        self.payload = None;
+        self.partial = None;
+        self.msg = Vec::new();
+        self.utf8_valid = 0;
+    }
+}
+
+fn inflate_fail(e: InflateError) -> Fail {
+    match e {
+        InflateError::TooBig => TOO_BIG_MESSAGE,
+        InflateError::BadUtf8 => BAD_UTF8,
+        InflateError::Corrupt => fail(CloseCode::PROTOCOL_ERROR, "invalid compressed data"),
+    }
+}
+
+/// A close frame: the code (if any) and the reason.
+fn put_close(out: &mut Vec<u8>, code: Option<CloseCode>, reason: &str) {
+    let mut payload = [0u8; MAX_CONTROL_PAYLOAD];
+    let len = match code {
+        None => 0,
+        Some(code) => {
+            let reason = &reason.as_bytes()[..reason.len().min(MAX_CONTROL_PAYLOAD - 2)];
+            payload[..2].copy_from_slice(&code.0.to_be_bytes());
+            payload[2..2 + reason.len()].copy_from_slice(reason);
+            2 + reason.len()
+        }
+    };
+    frame::put_frame(out, OP_CLOSE, &payload[..len]);
+}
