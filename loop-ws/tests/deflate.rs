@@ -153,7 +153,7 @@ fn every_parameter_combination_round_trips() {
         .collect();
     for snct in [false, true] {
         for cnct in [false, true] {
-            for sbits in [9, 10, 12, 15] {
+            for sbits in [8, 9, 10, 12, 15] {
                 for cbits in [9, 11, 15] {
                     let p = params(snct, cnct, sbits, cbits);
                     let mut client = ClientDeflate::new(p);
@@ -174,6 +174,26 @@ fn every_parameter_combination_round_trips() {
             }
         }
     }
+}
+
+#[test]
+fn server_window_of_8_bits_sends_uncompressed() {
+    let p = params(false, false, 8, 15);
+    let mut c = deflate_conn(&quiet(), p);
+    let mut client = ClientDeflate::new(p);
+    let data = "still compressed by the client ".repeat(20);
+    c.receive(
+        &frame(true, true, TEXT, &client.compress(data.as_bytes())),
+        0.0,
+    );
+    assert_eq!(messages(&mut c)[0].data, data.as_bytes());
+    let mut out = Vec::new();
+    c.send(MessageKind::Text, data.as_bytes(), &mut out)
+        .unwrap();
+    let frames = parse_frames(&out);
+    assert!(!frames[0].rsv1);
+    assert_eq!(frames[0].payload, data.as_bytes());
+    assert_eq!(c.deflate_allocated(), (true, false));
 }
 
 #[test]

@@ -84,7 +84,7 @@ impl Deflate {
                 Err(InflateError::Corrupt)
             };
         }
-        let bits = self.params.client_max_window_bits;
+        let bits = self.params.client_max_window_bits.clamp(9, 15);
         let inflater = self
             .inflater
             .get_or_insert_with(|| Box::new(Decompress::new_with_window_bits(false, bits)));
@@ -157,16 +157,17 @@ impl Deflate {
         Ok(())
     }
 
-    /// Should a message of `len` bytes be compressed?
-    pub fn wants(len: usize) -> bool {
-        len >= MIN_COMPRESSED_SIZE
+    /// Should a message of `len` bytes be compressed? Never when the
+    /// client limited our window to 8 bits, which zlib cannot honour.
+    pub fn wants(&self, len: usize) -> bool {
+        len >= MIN_COMPRESSED_SIZE && self.params.server_max_window_bits >= 9
     }
 
     /// Append `data` compressed, tail stripped. `false` if the compressor
     /// failed (nothing appended; it is dropped, and a fresh one's output is
     /// valid for the peer's inflater whatever its history).
     pub fn compress(&mut self, data: &[u8], out: &mut Vec<u8>) -> bool {
-        let bits = self.params.server_max_window_bits;
+        let bits = self.params.server_max_window_bits.clamp(9, 15);
         let compressor = self.compressor.get_or_insert_with(|| {
             Box::new(Compress::new_with_window_bits(
                 Compression::new(LEVEL),

@@ -265,7 +265,7 @@ impl Connection {
             MessageKind::Text => OP_TEXT,
             MessageKind::Binary => OP_BINARY,
         };
-        if let Some(deflate) = self.deflate.as_mut().filter(|_| Deflate::wants(data.len())) {
+        if let Some(deflate) = self.deflate.as_mut().filter(|d| d.wants(data.len())) {
             // Compress behind room for the longest header, then move the
             // payload up to the header's real length.
             let start = out.len();

@@ -187,7 +187,10 @@ impl ClientDeflate {
                 false,
                 params.client_max_window_bits,
             ),
-            decompress: Decompress::new_with_window_bits(false, params.server_max_window_bits),
+            decompress: Decompress::new_with_window_bits(
+                false,
+                params.server_max_window_bits.max(9),
+            ),
         }
     }
 
