@@ -14,11 +14,6 @@ use crate::handshake::DeflateParams;
 /// What a sync flush ends with, and what the sender leaves off.
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
-/// Messages shorter than this go out uncompressed (RFC 7692 allows it per
-/// message). Deflating a few dozen bytes costs more CPU than it saves on
-/// the wire and often makes them longer.
-pub(crate) const MIN_COMPRESSED_SIZE: usize = 128;
-
 /// zlib level 6, the default of zlib and of Python's websockets.
 const LEVEL: u32 = 6;
 
@@ -90,16 +85,24 @@ impl Deflate {
             .get_or_insert_with(|| Box::new(Decompress::new_with_window_bits(false, bits)));
         loop {
             let len = out.len();
-            let room = len
-                .max(input.len().saturating_mul(3))
+            // Room in proportion to this input (not to the message so far:
+            // a message of many small fragments must stay linear), and
+            // never past the limit: what inflating writes is what was
+            // reserved, so a bomb stops near the limit.
+            let wanted = input
+                .len()
+                .saturating_mul(4)
                 .clamp(256, MAX_INFLATE_CHUNK)
                 .min(limit.saturating_sub(len).saturating_add(1));
-            out.resize(len + room, 0);
+            if out.capacity() - len < wanted {
+                out.reserve(wanted);
+            }
+            let room = out.capacity() - len;
             let (in0, out0) = (inflater.total_in(), inflater.total_out());
-            let status = inflater.decompress(input, &mut out[len..], FlushDecompress::Sync);
+            // Writes into the spare capacity only (no zero-filling).
+            let status = inflater.decompress_vec(input, out, FlushDecompress::Sync);
             let consumed = (inflater.total_in() - in0) as usize;
             let produced = (inflater.total_out() - out0) as usize;
-            out.truncate(len + produced);
             if let Some(valid) = text.as_deref_mut() {
                 // Past the limit the message fails anyway: validate only
                 // what it may hold.
@@ -157,10 +160,13 @@ impl Deflate {
         Ok(())
     }
 
-    /// Should a message of `len` bytes be compressed? Never when the
-    /// client limited our window to 8 bits, which zlib cannot honour.
-    pub fn wants(&self, len: usize) -> bool {
-        len >= MIN_COMPRESSED_SIZE && self.params.server_max_window_bits >= 9
+    /// Should messages be compressed? Every one, as Python's websockets
+    /// does (a size threshold would save CPU on small messages, but
+    /// Autobahn's own 12.x cases break on an uncompressed echo), except
+    /// when the client limited our window to 8 bits, which zlib cannot
+    /// honour.
+    pub fn compresses(&self) -> bool {
+        self.params.server_max_window_bits >= 9
     }
 
     /// Append `data` compressed, tail stripped. `false` if the compressor

@@ -225,7 +225,6 @@ impl Connection {
     }
 
     /// Encode a data message (compressed if negotiated) into `out`.
-    /// Messages under 128 bytes are sent uncompressed.
     pub fn send(
         &mut self,
         kind: MessageKind,
@@ -240,7 +239,7 @@ impl Connection {
             MessageKind::Text => OP_TEXT,
             MessageKind::Binary => OP_BINARY,
         };
-        if let Some(deflate) = self.deflate.as_mut().filter(|d| d.wants(data.len())) {
+        if let Some(deflate) = self.deflate.as_mut().filter(|d| d.compresses()) {
             // Compress behind room for the longest header, then move the
             // payload up to the header's real length.
             let start = out.len();

@@ -145,10 +145,16 @@ impl Connection {
             if h.len > self.limits.max_message.saturating_sub(self.msg.len()) as u64 {
                 return Err(TOO_BIG_MESSAGE);
             }
-            // Exactly the frame when it is all here (one allocation for a
-            // single-frame message); never much more than has arrived.
+            // Never much more than has arrived. A first frame gets exactly
+            // its size when it is all here (one allocation for a
+            // single-frame message); continuations grow the message
+            // amortized, or many small fragments would copy it each time.
             let ahead = h.len.min(avail.max(RESERVE_AHEAD as u64)) as usize;
-            self.msg.reserve_exact(ahead);
+            if self.msg.is_empty() {
+                self.msg.reserve_exact(ahead);
+            } else {
+                self.msg.reserve(ahead);
+            }
         }
         Ok(())
     }
