@@ -69,6 +69,20 @@ fn fragmented_compressed_message() {
 }
 
 #[test]
+fn empty_compressed_payload_is_an_empty_message() {
+    for how in FEEDS {
+        let mut client = ClientDeflate::new(DEFAULT);
+        let mut c = deflate_conn(&quiet(), DEFAULT);
+        let mut input = frame(true, true, TEXT, &client.compress(b"before"));
+        input.extend(frame(true, true, TEXT, &[]));
+        input.extend(frame(true, true, TEXT, &client.compress(b"after")));
+        feed(&mut c, &input, how);
+        let got: Vec<_> = messages(&mut c).into_iter().map(|m| m.data).collect();
+        assert_eq!(got, [b"before".to_vec(), vec![], b"after".to_vec()]);
+    }
+}
+
+#[test]
 fn rsv1_on_a_continuation_frame() {
     let mut c = deflate_conn(&quiet(), DEFAULT);
     let mut input = frame(false, true, TEXT, &[]);

@@ -40,6 +40,8 @@ pub(crate) struct Deflate {
     /// The message being received ended its DEFLATE stream (a block with
     /// BFINAL): only the tail may follow.
     ended: bool,
+    /// The message being received had compressed bytes.
+    fed: bool,
 }
 
 impl Deflate {
@@ -49,6 +51,7 @@ impl Deflate {
             inflater: None,
             compressor: None,
             ended: false,
+            fed: false,
         }
     }
 
@@ -79,6 +82,10 @@ impl Deflate {
                 Err(InflateError::Corrupt)
             };
         }
+        if input.is_empty() {
+            return Ok(());
+        }
+        self.fed = true;
         let bits = self.params.client_max_window_bits.clamp(9, 15);
         let inflater = self
             .inflater
@@ -144,7 +151,10 @@ impl Deflate {
         limit: usize,
         text: Option<&mut usize>,
     ) -> Result<(), InflateError> {
-        if self.inflater.is_some() && !self.ended {
+        // A message with no compressed bytes at all is empty: the tail
+        // alone would be read as half a stored block (some senders send
+        // nothing, not the 0x00 an empty message compresses to).
+        if self.fed && !self.ended {
             match self.inflate(&TAIL, out, limit, text) {
                 // The final block ended just before our tail.
                 Err(InflateError::Corrupt) if self.ended => {}
@@ -153,6 +163,7 @@ impl Deflate {
         }
         // Our tail after a final block is ignored, as inflaters do.
         self.ended = false;
+        self.fed = false;
         if self.params.client_no_context_takeover {
             // Dropped rather than reset: an idle session holds no window.
             self.inflater = None;
@@ -202,6 +213,13 @@ impl Deflate {
         }
         if out[start..].ends_with(&TAIL) {
             out.truncate(out.len() - TAIL.len());
+        }
+        if out.len() == start {
+            // Nothing to flush (an empty message after a flush): the
+            // receiver appends the tail, which is only an empty stored
+            // block after its header byte (BFINAL 0, BTYPE 00), so send
+            // that byte.
+            out.push(0x00);
         }
         if self.params.server_no_context_takeover {
             compressor.reset();

@@ -12,9 +12,13 @@
 //! copied into `held`. A data frame's payload is unmasked into the
 //! message's own `Vec` as it arrives, so a message is copied once.
 //!
-//! Protocol errors fail fast: the session sends its close frame and is
-//! [`State::Closed`] at once, without waiting for the peer's answer (RFC
-//! 6455 §7.1.7: once failing, an endpoint processes no more data).
+//! Protocol errors fail fast: decoding stops at the first offending byte,
+//! the session sends its close frame and is [`State::Closed`] without
+//! waiting for the peer's answer (RFC 6455 §7.1.7: once failing, an
+//! endpoint processes no more data). Messages decoded *before* the error
+//! (or before the peer's close frame) are still delivered and may still be
+//! answered: the close goes out when [`Connection::next_message`] finds
+//! the queue empty, so an echo of them precedes it.
 
 mod deflate;
 mod frame;
@@ -29,7 +33,7 @@ use crate::config::Config;
 use crate::handshake::DeflateParams;
 use deflate::Deflate;
 use frame::{MAX_CONTROL_PAYLOAD, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT};
-use receive::{Partial, Payload};
+use receive::{Partial, Payload, Pending};
 
 /// Text or binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +125,9 @@ pub struct Connection {
     /// The data frame in progress, if its header has been read.
     payload: Option<Payload>,
     partial: Option<Partial>,
+    /// A close or failure found in the input, waiting for the messages
+    /// before it to be taken.
+    pending: Option<Pending>,
     /// The message being assembled (decompressed).
     msg: Vec<u8>,
     /// `msg[..utf8_valid]` is known valid UTF-8 (text messages).
@@ -159,6 +166,7 @@ impl Connection {
             held_pos: 0,
             payload: None,
             partial: None,
+            pending: None,
             msg: Vec::new(),
             utf8_valid: 0,
             queue: VecDeque::new(),
@@ -179,7 +187,7 @@ impl Connection {
     /// and close frames and fails on protocol errors, queuing output.
     pub fn receive(&mut self, bytes: &[u8], now: f64) {
         let _ = now;
-        if self.state == State::Closed || bytes.is_empty() {
+        if self.state == State::Closed || self.pending.is_some() || bytes.is_empty() {
             return;
         }
         if self.held_pos == self.held.len() {
@@ -206,10 +214,17 @@ impl Connection {
     }
 
     /// The next complete message, oldest first. Taking one makes room in
-    /// the queue, so held input is decoded: check [`Connection::state`]
-    /// and [`Connection::take_output`] afterwards.
+    /// the queue, so held input is decoded; and once the queue is empty, a
+    /// close or failure found in the input takes effect (`None` returned,
+    /// close frame queued). Check [`Connection::state`] and
+    /// [`Connection::take_output`] afterwards.
     pub fn next_message(&mut self) -> Option<Message> {
-        let message = self.queue.pop_front()?;
+        let Some(message) = self.queue.pop_front() else {
+            if let Some(p) = self.pending.take() {
+                self.apply(p);
+            }
+            return None;
+        };
         self.queued_bytes -= message.data.len();
         if self.held_pos < self.held.len() && self.state != State::Closed {
             self.decode_held();
@@ -221,7 +236,7 @@ impl Connection {
     /// Should the caller read from the transport (the queue has room and
     /// the peer may still send)?
     pub fn wants_read(&self) -> bool {
-        self.state != State::Closed && !self.eof && !self.queue_full()
+        self.state != State::Closed && self.pending.is_none() && !self.eof && !self.queue_full()
     }
 
     /// Encode a data message (compressed if negotiated) into `out`.
@@ -282,6 +297,10 @@ impl Connection {
         self.state = State::Closing;
         self.close_deadline = Some(now + self.limits.close_timeout);
         self.ping = None;
+        if let Some(p) = self.pending.take() {
+            // The peer's close (or its error) already came: done.
+            self.apply(p);
+        }
         // A message still arriving is decoded (its frames must be read
         // through to find the peer's close) and then dropped.
         Ok(())
@@ -331,6 +350,8 @@ impl Connection {
     /// When [`Connection::on_timer`] next has something to do.
     pub fn next_deadline(&self) -> Option<f64> {
         match self.state {
+            // The session ends once the application takes its messages.
+            State::Open if self.pending.is_some() => None,
             State::Open => {
                 let pong = self.ping.and_then(|(_, deadline)| deadline);
                 match (self.next_ping, pong) {
@@ -355,6 +376,7 @@ impl Connection {
                     TimerAction::Nothing
                 }
             }
+            State::Open if self.pending.is_some() => TimerAction::Nothing,
             State::Open => {
                 if self.ping.and_then(|(_, d)| d).is_some_and(|d| now >= d) {
                     self.fail(PING_TIMEOUT);
@@ -409,7 +431,7 @@ impl Connection {
 
     /// After EOF, once nothing more can be decoded, the session is over.
     fn check_eof(&mut self) {
-        if !self.eof || self.state == State::Closed {
+        if !self.eof || self.state == State::Closed || self.pending.is_some() {
             return;
         }
         let blocked = self.held_pos < self.held.len() && self.queue_full();

@@ -19,6 +19,13 @@ const RESERVE_AHEAD: usize = 64 * 1024;
 /// Compressed payload is unmasked in pieces of this size on the stack.
 const UNMASK_CHUNK: usize = 4096;
 
+/// Where the peer's input ended, waiting for the queue to be taken.
+#[derive(Clone, Debug)]
+pub(super) enum Pending {
+    Fail(Fail),
+    PeerClose(Option<CloseCode>, String),
+}
+
 /// The data frame whose payload is arriving.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Payload {
@@ -43,7 +50,7 @@ impl Connection {
     pub(super) fn decode(&mut self, input: &[u8]) -> usize {
         let mut pos = 0;
         loop {
-            if self.state == State::Closed {
+            if self.state == State::Closed || self.pending.is_some() {
                 return input.len();
             }
             if let Some(p) = self.payload {
@@ -53,7 +60,7 @@ impl Connection {
                 }
                 let n = usize::try_from(p.remaining).map_or(avail, |r| r.min(avail));
                 if let Err(f) = self.data(&input[pos..pos + n], p) {
-                    self.fail(f);
+                    self.stop(Pending::Fail(f));
                     return input.len();
                 }
                 pos += n;
@@ -67,7 +74,7 @@ impl Connection {
                 Ok(Some(h)) => h,
                 Ok(None) => return pos,
                 Err(f) => {
-                    self.fail(f);
+                    self.stop(Pending::Fail(f));
                     return input.len();
                 }
             };
@@ -82,14 +89,14 @@ impl Connection {
                 frame::apply_mask(&mut payload[..len], header.mask, 0);
                 pos += header.size + len;
                 if let Err(f) = self.control(&header, &payload[..len]) {
-                    self.fail(f);
+                    self.stop(Pending::Fail(f));
                     return input.len();
                 }
                 continue;
             }
             let avail = (rest.len() - header.size) as u64;
             if let Err(f) = self.start_data(&header, avail) {
-                self.fail(f);
+                self.stop(Pending::Fail(f));
                 return input.len();
             }
             pos += header.size;
@@ -101,7 +108,7 @@ impl Connection {
             };
             if header.len == 0 {
                 if let Err(f) = self.data(&[], p) {
-                    self.fail(f);
+                    self.stop(Pending::Fail(f));
                     return input.len();
                 }
             } else {
@@ -278,15 +285,37 @@ impl Connection {
                 (Some(code), reason)
             }
         };
-        if self.state == State::Open {
-            // Echo the code (not the reason), then we are done.
-            put_close(&mut self.output, code, "");
-        }
-        self.finish(
-            code.unwrap_or(CloseCode::NO_STATUS),
-            Cow::Owned(reason.to_string()),
-        );
+        self.stop(Pending::PeerClose(code, reason.to_string()));
         Ok(())
+    }
+
+    /// Input ends here: a close or a failure. Messages decoded before it
+    /// are still the application's to take and answer, so it takes effect
+    /// (our close frame goes out) only once they have been taken, when
+    /// `next_message` finds the queue empty; at once if it is empty now,
+    /// or if we are closing (nothing more will be sent anyway).
+    pub(super) fn stop(&mut self, p: Pending) {
+        self.held = Vec::new();
+        self.held_pos = 0;
+        self.drop_partial();
+        if self.queue.is_empty() || self.state != State::Open {
+            self.apply(p);
+        } else {
+            self.pending = Some(p);
+        }
+    }
+
+    pub(super) fn apply(&mut self, p: Pending) {
+        match p {
+            Pending::Fail(f) => self.fail(f),
+            Pending::PeerClose(code, reason) => {
+                if self.state == State::Open {
+                    // Echo the code (not the reason), then we are done.
+                    put_close(&mut self.output, code, "");
+                }
+                self.finish(code.unwrap_or(CloseCode::NO_STATUS), Cow::Owned(reason));
+            }
+        }
     }
 }
 

@@ -213,6 +213,9 @@ impl ClientDeflate {
         if out.ends_with(&[0, 0, 0xff, 0xff]) {
             out.truncate(out.len() - 4);
         }
+        if out.is_empty() {
+            out.push(0x00); // an empty stored block's header, as senders must
+        }
         if self.params.client_no_context_takeover {
             self.compress.reset();
         }
