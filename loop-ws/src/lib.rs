@@ -22,6 +22,8 @@ mod negotiate;
 
 pub use close::CloseCode;
 pub use config::Config;
-pub use connection::{Connection, Message, MessageKind, SendError, State, TimerAction};
+pub use connection::{
+    Connection, Message, MessageKind, SendError, State, TimerAction, RECYCLE_MAX,
+};
 pub use fields::ExtensionOffer;
 pub use handshake::{Accept, DeflateParams, Offer, Refusal};

@@ -102,6 +102,9 @@ const PING_TIMEOUT: Fail = fail(CloseCode::INTERNAL_ERROR, "keepalive ping timeo
 
 /// Held input larger than this is freed, not kept for reuse, once empty.
 const KEEP_HELD: usize = 16 * 1024;
+/// A message buffer larger than this is freed, not reused
+/// ([`Connection::recycle`]).
+pub const RECYCLE_MAX: usize = 512 * 1024;
 
 /// The limits a session reads on its hot path, copied from [`Config`].
 #[derive(Clone, Copy, Debug)]
@@ -272,6 +275,47 @@ impl Connection {
         }
         frame::put_frame(out, opcode, data);
         Ok(())
+    }
+
+    /// [`Connection::send`] without the payload copy: for a message sent
+    /// uncompressed, only its frame header goes into `out` (behind the
+    /// session's own output) and the caller writes the `len` payload bytes
+    /// right after `out` (a vectored write). `Ok(false)` when the session
+    /// compresses the message: use [`Connection::send`].
+    pub fn send_header(
+        &mut self,
+        kind: MessageKind,
+        len: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, SendError> {
+        if self.state != State::Open {
+            return Err(SendError::Closed);
+        }
+        if self.deflate.as_ref().is_some_and(|d| d.compresses()) {
+            return Ok(false);
+        }
+        self.take_output(out);
+        let opcode = match kind {
+            MessageKind::Text => OP_TEXT,
+            MessageKind::Binary => OP_BINARY,
+        };
+        frame::put_header(out, true, false, opcode, len);
+        Ok(true)
+    }
+
+    /// Hand back a taken message's buffer once its bytes are copied out:
+    /// the next message is assembled in it instead of a fresh allocation
+    /// (a large one costs page faults each time). Kept only up to
+    /// [`RECYCLE_MAX`] and only while no message is being assembled.
+    pub fn recycle(&mut self, mut data: Vec<u8>) {
+        if self.msg.capacity() == 0
+            && self.partial.is_none()
+            && data.capacity() <= RECYCLE_MAX
+            && self.state != State::Closed
+        {
+            data.clear();
+            self.msg = data;
+        }
     }
 
     /// Start the closing handshake with `code` and `reason` (a close frame

@@ -11,7 +11,7 @@ use crate::asgi::shared::ServerShared;
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_transports::{LayerRead, LayeredStream, Write};
-use loop_ws::{CloseCode, DeflateParams, SendError, State, TimerAction};
+use loop_ws::{CloseCode, DeflateParams, MessageKind, SendError, State, TimerAction};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -114,6 +114,48 @@ pub(super) fn written(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     } else {
         flush(slf)
     }
+}
+
+/// Payloads at least this long are written behind their frame header
+/// straight from the app's object (one vectored write), not copied into
+/// `out` first; smaller ones wait in `out` for the end of the tick.
+const DIRECT_WRITE_MIN: usize = 16 * 1024;
+
+/// Send a large data message without copying its payload: the frames in
+/// `out` and this one's header, then the payload, in one vectored write
+/// (the stream copies only what the kernel does not take). `Ok(false)`
+/// when it does not apply (small, compressed, a TLS layer): the caller
+/// uses `Connection::send`.
+pub(super) fn send_direct(
+    slf: &Bound<'_, WsSession>,
+    kind: MessageKind,
+    payload: &[u8],
+) -> PyResult<bool> {
+    if payload.len() < DIRECT_WRITE_MIN {
+        return Ok(false);
+    }
+    let lost = {
+        let mut guard = slf.borrow_mut();
+        let me = &mut *guard;
+        let (Some(ws), Some(stream)) = (me.ws.as_mut(), me.stream.as_mut()) else {
+            return Err(session::client_disconnected());
+        };
+        if stream.has_layer() {
+            return Ok(false);
+        }
+        match ws.send_header(kind, payload.len(), &mut me.out) {
+            Ok(true) => {}
+            Ok(false) => return Ok(false),
+            Err(_) => return Err(session::client_disconnected()),
+        }
+        let written = stream.core_mut().write_vectored(&[&me.out, payload]);
+        me.out.clear();
+        !matches!(written, Ok(Write::Accepted))
+    };
+    if lost {
+        lose(slf)?;
+    }
+    Ok(true)
 }
 
 /// Hand `out` to the stream; end the connection once a closed session's

@@ -130,6 +130,13 @@ impl WsSession {
         }
     }
 
+    /// A delivered message's buffer, back to the session for the next one.
+    fn recycle(&mut self, spare: Option<Vec<u8>>) {
+        if let (Some(data), Some(ws)) = (spare, self.ws.as_mut()) {
+            ws.recycle(data);
+        }
+    }
+
     pub(super) fn buffered_out(&self) -> usize {
         self.out.len() + self.stream.as_ref().map_or(0, LayeredStream::buffered)
     }
@@ -176,8 +183,14 @@ pub(super) fn client_disconnected() -> PyErr {
     ClientDisconnected::new_err("the client disconnected")
 }
 
-fn event_dict<'py>(py: Python<'py>, event: Event) -> PyResult<Option<Bound<'py, PyDict>>> {
+/// The event as the app gets it; a message's buffer comes back for reuse
+/// ([`WsSession::recycle`]).
+/// An event's dict (None: nothing to give) and a message's spent buffer.
+type Delivered<'py> = (Option<Bound<'py, PyDict>>, Option<Vec<u8>>);
+
+fn event_dict<'py>(py: Python<'py>, event: Event) -> PyResult<Delivered<'py>> {
     let msg = PyDict::new(py);
+    let mut spare = None;
     match event {
         Event::Connect => msg.set_item(intern!(py, "type"), intern!(py, "websocket.connect"))?,
         Event::Message(m) => {
@@ -195,15 +208,16 @@ fn event_dict<'py>(py: Python<'py>, event: Event) -> PyResult<Option<Bound<'py, 
                     msg.set_item(intern!(py, "text"), text)?
                 }
             }
+            spare = Some(m.data);
         }
         Event::Disconnect(code, reason) => {
             msg.set_item(intern!(py, "type"), intern!(py, "websocket.disconnect"))?;
             msg.set_item(intern!(py, "code"), code)?;
             msg.set_item(intern!(py, "reason"), reason)?;
         }
-        Event::AfterDisconnect | Event::Wait => return Ok(None),
+        Event::AfterDisconnect | Event::Wait => return Ok((None, None)),
     }
-    Ok(Some(msg))
+    Ok((Some(msg), spare))
 }
 
 fn is_pending(waiter: &Option<Py<PyAny>>, py: Python<'_>) -> PyResult<bool> {
@@ -242,7 +256,9 @@ pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, P
         (me.next_event(), paused)
     };
     let took = matches!(event, Event::Message(_));
-    match event_dict(py, event)? {
+    let (msg, spare) = event_dict(py, event)?;
+    slf.borrow_mut().recycle(spare);
+    match msg {
         Some(msg) => {
             if took && paused {
                 // Room in the queue again: decode what waits, read on.
@@ -289,7 +305,9 @@ pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>) -> PyResult<()> {
         (me.next_event(), paused)
     };
     let took = matches!(event, Event::Message(_));
-    let Some(msg) = event_dict(py, event)? else {
+    let (msg, spare) = event_dict(py, event)?;
+    slf.borrow_mut().recycle(spare);
+    let Some(msg) = msg else {
         return Ok(());
     };
     let old = slf.borrow_mut().receive_waiter.take();
@@ -534,16 +552,18 @@ fn send_data<'py>(slf: &Bound<'py, WsSession>, data: Data<'py>) -> PyResult<Boun
         Data::Copied(v) => (MessageKind::Binary, v),
         Data::Text(s) => (MessageKind::Text, s.to_str()?.as_bytes()),
     };
-    let sent = {
-        let mut guard = slf.borrow_mut();
-        let me = &mut *guard;
-        match me.ws.as_mut() {
-            Some(ws) => ws.send(kind, bytes, &mut me.out),
-            None => Err(loop_ws::SendError::Closed),
+    if !io::send_direct(slf, kind, bytes)? {
+        let sent = {
+            let mut guard = slf.borrow_mut();
+            let me = &mut *guard;
+            match me.ws.as_mut() {
+                Some(ws) => ws.send(kind, bytes, &mut me.out),
+                None => Err(loop_ws::SendError::Closed),
+            }
+        };
+        if sent.is_err() {
+            return Err(client_disconnected());
         }
-    };
-    if sent.is_err() {
-        return Err(client_disconnected());
     }
     io::written(slf)?;
     let wait = slf.borrow().buffered_out() > WRITE_HIGH && slf.borrow().stream.is_some();
