@@ -16,9 +16,16 @@ const GUID: &[u8] = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /// `websocket` token)? Decides whether a request is a WebSocket session at
 /// all; [`check_request`] then decides whether it is a valid one.
 pub fn is_websocket_upgrade<'h>(headers: impl IntoIterator<Item = (&'h [u8], &'h [u8])>) -> bool {
-    headers
-        .into_iter()
-        .any(|(name, value)| name.eq_ignore_ascii_case(b"upgrade") && list_has(value, b"websocket"))
+    // Both tokens, as uvicorn: `Upgrade: websocket` alone is plain HTTP.
+    let (mut upgrade, mut connection) = (false, false);
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case(b"upgrade") {
+            upgrade |= list_has(value, b"websocket");
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            connection |= list_has(value, b"upgrade");
+        }
+    }
+    upgrade && connection
 }
 
 /// Check an opening handshake: `method`, whether it is HTTP/1.1, and its
@@ -44,6 +51,7 @@ pub fn check_request<'h>(
     let mut subprotocols = Vec::new();
     let mut protocols_valid = true;
     let mut extensions = Vec::new();
+    let mut body = false;
     for (name, value) in headers {
         if name.eq_ignore_ascii_case(b"upgrade") {
             upgrade |= list_has(value, b"websocket");
@@ -65,7 +73,16 @@ pub fn check_request<'h>(
             }
         } else if name.eq_ignore_ascii_case(b"sec-websocket-extensions") {
             parse_extensions(value, &mut extensions);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding")
+            || (name.eq_ignore_ascii_case(b"content-length") && trim_ows(value) != b"0")
+        {
+            // The bytes after the head are WebSocket frames: a request body
+            // there would be smuggled in as frames.
+            body = true;
         }
+    }
+    if body {
+        return Err(Refusal::bad("a WebSocket handshake must not have a body"));
     }
     if !upgrade {
         return Err(Refusal::bad("missing Upgrade: websocket"));

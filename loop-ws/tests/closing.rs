@@ -267,3 +267,28 @@ fn no_pings_when_disabled() {
     assert_eq!(c.next_deadline(), None);
     assert_eq!(c.on_timer(1e9), TimerAction::Nothing);
 }
+
+#[test]
+fn our_close_reads_past_a_full_queue_to_the_peer_close() {
+    // Review finding: with the queue full, the peer's close behind it was
+    // never decoded after our close, so the session waited for the timeout.
+    for how in FEEDS {
+        let config = Config {
+            max_queue: 2,
+            ..quiet()
+        };
+        let mut c = conn(&config);
+        let mut input = Vec::new();
+        for _ in 0..5 {
+            input.extend(text("queued"));
+        }
+        input.extend(close_frame(1000, b""));
+        feed(&mut c, &input, how);
+        assert_eq!(c.state(), State::Open);
+        assert!(!c.wants_read());
+        let mut out = Vec::new();
+        c.close(CloseCode::NORMAL, "", 0.0, &mut out).unwrap();
+        assert_eq!(c.state(), State::Closed);
+        assert_eq!(c.close_status(), Some((CloseCode::NORMAL, "")));
+    }
+}

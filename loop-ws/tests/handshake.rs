@@ -65,7 +65,12 @@ fn rfc_example_accept_key() {
 
 #[test]
 fn upgrade_detection() {
-    let h = |v: &'static str| vec![(&b"upgrade"[..], v.as_bytes())];
+    let h = |v: &'static str| {
+        vec![
+            (&b"upgrade"[..], v.as_bytes()),
+            (b"Connection", b"keep-alive, Upgrade"),
+        ]
+    };
     assert!(is_websocket_upgrade(h("websocket")));
     assert!(is_websocket_upgrade(h("h2c, WebSocket")));
     assert!(!is_websocket_upgrade(h("h2c")));
@@ -73,10 +78,41 @@ fn upgrade_detection() {
         &b"connection"[..],
         &b"upgrade"[..]
     )]));
+    // Without the Connection token it is plain HTTP (as uvicorn).
+    assert!(!is_websocket_upgrade(vec![(
+        &b"upgrade"[..],
+        &b"websocket"[..]
+    )]));
     assert!(is_websocket_upgrade(vec![
         (&b"Upgrade"[..], &b"foo"[..]),
-        (b"UPGRADE", b"websocket")
+        (b"UPGRADE", b"websocket"),
+        (b"connection", b"upgrade"),
     ]));
+}
+
+#[test]
+fn a_request_body_is_refused() {
+    // The bytes after the head are frames: a body would be smuggled in.
+    for (name, value, refused) in [
+        ("Content-Length", "5", true),
+        ("content-length", " 0 ", false),
+        ("Transfer-Encoding", "chunked", true),
+    ] {
+        let mut h = base();
+        h.push((name, value));
+        let r = check_request(
+            b"GET",
+            true,
+            h.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+        );
+        match r {
+            Err(refusal) => {
+                assert!(refused, "{name}: {value}");
+                assert_eq!(refusal.status, 400);
+            }
+            Ok(_) => assert!(!refused, "{name}: {value}"),
+        }
+    }
 }
 
 #[test]

@@ -345,6 +345,13 @@ impl Connection {
             // The peer's close (or its error) already came: done.
             self.apply(p);
         }
+        // Messages after our close are dropped, and a full queue must not
+        // keep the peer's close unread: the queue no longer gates decoding
+        // (`queue_full`), so decode what it held back.
+        if self.state == State::Closing && self.held_pos < self.held.len() {
+            self.decode_held();
+            self.check_eof();
+        }
         // A message still arriving is decoded (its frames must be read
         // through to find the peer's close) and then dropped.
         Ok(())
@@ -446,8 +453,11 @@ impl Connection {
     }
 
     fn queue_full(&self) -> bool {
-        self.queue.len() >= self.limits.max_queue
-            || self.queued_bytes >= self.limits.max_queue_bytes
+        // Once we sent our close, nothing more is queued: read on to the
+        // peer's close.
+        self.state == State::Open
+            && (self.queue.len() >= self.limits.max_queue
+                || self.queued_bytes >= self.limits.max_queue_bytes)
     }
 
     /// Decode what is held, then drop what was consumed (compacting only
