@@ -188,6 +188,17 @@ async def _route_deny_response(conn, scope, query, receive, send):
     record(conn, "disconnect", **_message_fields(message))
 
 
+async def _route_deny_pending(conn, scope, query, receive, send):
+    """A denial response while a receive() is pending: that receive()
+    gets the disconnect when the response completes."""
+    pending = asyncio.ensure_future(receive())
+    await asyncio.sleep(0)
+    await send({"type": "websocket.http.response.start", "status": 401, "headers": [(b"content-length", b"2")]})
+    await send({"type": "websocket.http.response.body", "body": b"no"})
+    message = await pending
+    record(conn, "disconnect", **_message_fields(message))
+
+
 async def _route_server_close(conn, scope, query, receive, send):
     """Accept, take one message, close with 4001 'bye', then receive."""
     await send({"type": "websocket.accept"})
@@ -327,6 +338,7 @@ ROUTES = {
     "/headers": _route_headers,
     "/deny": _route_deny,
     "/deny-response": _route_deny_response,
+    "/deny-pending": _route_deny_pending,
     "/server-close": _route_server_close,
     "/gate-accept": _route_gate_accept,
     "/send-after-disconnect": _route_send_after_disconnect,

@@ -41,9 +41,6 @@ pub struct Settings {
     pub access_timed: bool,
     /// WebSocket sessions' limits and timeouts; `None` when `ws` is
     /// `"none"` (an upgrade request is then plain HTTP to the app).
-    // Until the WebSocket connection kind reads it (issue 14, landing
-    // separately); only the test hook does. Remove the allow then.
-    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
     pub ws: Option<loop_ws::Config>,
 }
 

@@ -491,11 +491,11 @@ impl HttpConnection {
             Self::log_access(slf)?;
         }
         if slf.borrow().http.phase() == Phase::Upgraded {
-            // The app switched protocols, and no protocol takes a stream
-            // over from HTTP yet (WebSocket is next): the 101 goes out and
-            // the connection closes.
+            // A 101 that no protocol took the stream over for (a WebSocket
+            // session takes it in `ws::io::attach` before this): the 101
+            // goes out and the connection closes.
             slf.borrow_mut()
-                .closing_because("switched protocols, and no protocol takes over");
+                .closing_because("switched protocols, and no session took the stream");
             Self::flush(slf)?;
             return Self::lose(slf);
         }

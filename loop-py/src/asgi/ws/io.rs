@@ -6,7 +6,7 @@
 
 use super::session::{self, Stage, WsSession};
 use super::WsHandle;
-use crate::asgi::settings::WRITE_LOW;
+use crate::asgi::settings::{WRITE_HIGH, WRITE_LOW};
 use crate::asgi::shared::ServerShared;
 use crate::event_loop::Loop;
 use loop_core::clock;
@@ -167,6 +167,11 @@ pub(super) fn flush(slf: &Bound<'_, WsSession>) -> PyResult<()> {
         let Some(stream) = me.stream.as_mut() else {
             return Ok(());
         };
+        // The session's own output (a close echo queued by `next_message`)
+        // goes out with the app's frames, before the end below.
+        if let Some(ws) = me.ws.as_mut() {
+            ws.take_output(&mut me.out);
+        }
         let mut lost = false;
         if !me.out.is_empty() && !me.corked {
             lost = !matches!(stream.write(&me.out), Ok(Write::Accepted));
@@ -177,13 +182,41 @@ pub(super) fn flush(slf: &Bound<'_, WsSession>) -> PyResult<()> {
         }
         lost |= stream.take_closed().is_some();
         let closed = me.ws.as_ref().is_some_and(|ws| ws.state() == State::Closed);
-        (lost, closed && me.buffered_out() == 0)
+        let mut done = false;
+        if closed && me.buffered_out() == 0 && me.linger_until.is_none() {
+            // Our close is out: FIN, then linger (read and drop) before
+            // closing the fd, so unread input does not make it an RST; a
+            // peer that is gone already says so there.
+            let linger = me.shared.borrow(slf.py()).conn_config.linger;
+            me.linger_until = Some(clock::monotonic() + linger);
+            let half_closed = me.stream.as_mut().is_some_and(|s| s.shutdown().is_ok());
+            done = linger <= 0.0 || !half_closed;
+        }
+        (lost, done)
     };
     if lost || done {
         return lose(slf);
     }
     release_writer(slf)?;
     sync_interest(slf)
+}
+
+/// After the app took an event: a session that produced output or ended
+/// inside `next_message` (a close read behind queued messages) writes it
+/// and ends; otherwise nothing.
+pub(super) fn settle(slf: &Bound<'_, WsSession>) -> PyResult<()> {
+    let due = {
+        let me = slf.borrow();
+        me.stream.is_some()
+            && me
+                .ws
+                .as_ref()
+                .is_some_and(|ws| ws.has_output() || ws.state() == State::Closed)
+    };
+    if due {
+        flush(slf)?;
+    }
+    Ok(())
 }
 
 /// Wake a `send()` waiting for the write buffer to drain.
@@ -216,7 +249,15 @@ fn sync_interest(slf: &Bound<'_, WsSession>) -> PyResult<()> {
             return Ok(());
         };
         let open = ws.state() != State::Closed;
-        let want_read = open && stream.wants_read(ws.wants_read());
+        // Our output (pongs to a ping flood) bounds reading: paused above
+        // the high-water mark, resumed at the low one.
+        let room = if me.reading {
+            me.buffered_out() <= WRITE_HIGH
+        } else {
+            me.buffered_out() <= WRITE_LOW
+        };
+        let want_read =
+            me.linger_until.is_some() || (open && room && stream.wants_read(ws.wants_read()));
         let want_write = stream.wants_write() || (!me.out.is_empty() && !me.corked);
         if want_read == me.reading && want_write == me.writing {
             return Ok(());
@@ -321,6 +362,10 @@ pub(super) fn abort(slf: &Bound<'_, WsSession>) -> PyResult<()> {
 pub(super) fn check_timers(slf: &Bound<'_, WsSession>, now: f64) -> PyResult<()> {
     let action = {
         let mut me = slf.borrow_mut();
+        if me.linger_until.is_some_and(|until| now >= until) {
+            drop(me);
+            return lose(slf);
+        }
         let Some(ws) = me.ws.as_mut() else {
             return Ok(());
         };
@@ -404,12 +449,16 @@ impl WsSession {
         let lost = {
             let mut guard = slf.borrow_mut();
             let me = &mut *guard;
+            let lingering = me.linger_until.is_some();
             let (Some(stream), Some(ws)) = (me.stream.as_mut(), me.ws.as_mut()) else {
                 return Ok(());
             };
             let server = me.shared.clone_ref(py);
             let mut srv = server.bind(py).borrow_mut();
             match stream.read_into(srv.read_buffer()) {
+                // Lingering: input is dropped until the peer's EOF.
+                Ok(LayerRead::Data(_)) if lingering => false,
+                Ok(LayerRead::Eof(_)) if lingering => true,
                 Ok(LayerRead::Data(data)) => {
                     ws.receive(data, now);
                     false

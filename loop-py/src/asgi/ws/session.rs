@@ -19,7 +19,7 @@ use crate::asgi::shared::ServerShared;
 use crate::asgi::ClientDisconnected;
 use crate::event_loop::Loop;
 use loop_transports::LayeredStream;
-use loop_ws::{Message, MessageKind, Offer};
+use loop_ws::{CloseCode, Message, MessageKind, Offer, State};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -61,6 +61,10 @@ pub struct WsSession {
     pub(super) reading: bool,
     pub(super) writing: bool,
     pub(super) corked: bool,
+    /// Half-closed after the close went out: input is read and dropped
+    /// until EOF or this deadline, so unread input does not turn our close
+    /// into an RST (as HTTP's linger).
+    pub(super) linger_until: Option<f64>,
     pub(super) receive_waiter: Option<Py<PyAny>>,
     pub(super) send_waiter: Option<Py<PyAny>>,
     pub(super) task: Option<Py<PyAny>>,
@@ -107,6 +111,7 @@ impl WsSession {
             reading: false,
             writing: false,
             corked: false,
+            linger_until: None,
             receive_waiter: None,
             send_waiter: None,
             task: None,
@@ -155,6 +160,15 @@ impl WsSession {
             if let Some(message) = self.ws.as_mut().and_then(loop_ws::Connection::next_message) {
                 return Event::Message(message);
             }
+        }
+        // A close or failure read behind queued messages takes effect once
+        // they are taken (inside `next_message`): the session ends here.
+        if let Some(ws) = self.ws.as_ref().filter(|ws| ws.state() == State::Closed) {
+            let (code, reason) = match ws.close_status() {
+                Some((code, reason)) => (code.0, reason.to_owned()),
+                None => (CloseCode::ABNORMAL.0, String::new()),
+            };
+            self.end(code, &reason);
         }
         match &self.ended {
             Some((code, reason)) => {
@@ -258,6 +272,7 @@ pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, P
     let took = matches!(event, Event::Message(_));
     let (msg, spare) = event_dict(py, event)?;
     slf.borrow_mut().recycle(spare);
+    io::settle(slf)?;
     match msg {
         Some(msg) => {
             if took && paused {
@@ -308,7 +323,7 @@ pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     let (msg, spare) = event_dict(py, event)?;
     slf.borrow_mut().recycle(spare);
     let Some(msg) = msg else {
-        return Ok(());
+        return io::settle(slf);
     };
     let old = slf.borrow_mut().receive_waiter.take();
     drop(old);
@@ -316,7 +331,7 @@ pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     if took && paused {
         io::resume_input(slf)?;
     }
-    Ok(())
+    io::settle(slf)
 }
 
 /// The session is over for a waiting `send()`: it raises.
@@ -399,6 +414,8 @@ pub(super) fn send<'py>(
             let data = body.as_slice();
             if side.respond(py, Denial::Body { data, more })? {
                 finish_handshake(slf, "websocket.http.response.body");
+                // A pending receive() gets its `websocket.disconnect`.
+                wake_receiver(slf)?;
             }
         }
         (Stage::Denying, _) => {
