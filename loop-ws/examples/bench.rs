@@ -11,23 +11,12 @@ use std::time::Instant;
 use flate2::{Compress, Compression, FlushCompress};
 use loop_ws::{Config, Connection, DeflateParams};
 
-const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
+// The tests' masking client encoder: one copy of it in the crate.
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 fn client_frame(opcode: u8, rsv1: bool, payload: &[u8]) -> Vec<u8> {
-    let mut out = vec![0x80 | opcode | if rsv1 { 0x40 } else { 0 }];
-    let len = payload.len();
-    if len < 126 {
-        out.push(0x80 | len as u8);
-    } else if len <= 0xffff {
-        out.push(0x80 | 126);
-        out.extend_from_slice(&(len as u16).to_be_bytes());
-    } else {
-        out.push(0x80 | 127);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
-    out.extend_from_slice(&MASK);
-    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
-    out
+    support::frame(true, rsv1, opcode, payload)
 }
 
 /// Echo `frames` (cycled) through one session; ns per message.
