@@ -71,7 +71,8 @@ def test_ping_flood_is_bounded_by_backpressure(ws_server):
     # A client that sends pings and never reads the pongs: the server stops
     # reading once its output is above the high-water mark, so the client's
     # sending stalls long before 96 MiB.
-    srv = ws_server()
+    # No keepalive ping: a client that never reads would (rightly) fail it.
+    srv = ws_server(ws_ping_interval=None)
     ws = srv.raw(conn="flood")
     ws.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     chunk = encode_frame(OP_PING, b"p" * 125) * 8000
