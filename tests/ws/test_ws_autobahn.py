@@ -14,6 +14,7 @@ updated. Every entry that is not OK says why.
   result depends on timing (its reason says why), so the run is not flaky.
 * ``FERROLOOP_AUTOBAHN_CASES="1.*,9.7.1"`` runs a subset (compared on those
   cases only).
+* ``FERROLOOP_AUTOBAHN_CONCURRENCY=N``: cases in parallel (default 1).
 * Marked ``autobahn``: ``-m autobahn`` runs only it, ``-m "not autobahn"``
   skips it (a whole run takes minutes).
 """
@@ -30,10 +31,12 @@ import pytest
 
 from ws_support import HERE, peer
 
-pytestmark = pytest.mark.autobahn
+# A whole run is minutes (pyproject's 120 s is for ordinary tests).
+pytestmark = [pytest.mark.autobahn, pytest.mark.timeout(1800)]
 
 UPDATE_ENV = "FERROLOOP_AUTOBAHN_UPDATE"
 CASES_ENV = "FERROLOOP_AUTOBAHN_CASES"
+CONCURRENCY_ENV = "FERROLOOP_AUTOBAHN_CONCURRENCY"
 
 #: Verdicts that need no reason.
 PLAIN = {"OK", "INFORMATIONAL"}
@@ -67,8 +70,9 @@ def needs_reason(entry: dict) -> bool:
 async def _run(url: str, cases):
     import kosoku
 
+    concurrency = int(os.environ.get(CONCURRENCY_ENV, "1"))
     try:
-        return await kosoku.run_fuzzingclient(url, cases=cases)
+        return await kosoku.run_fuzzingclient(url, cases=cases, concurrency=concurrency)
     except kosoku.FailureError as exc:
         # Raised when any case failed; carries every case's result.
         return exc.results
