@@ -41,7 +41,8 @@ class Seen:
 def _start(app, **config):
     import ferroloop
 
-    server = ferroloop.Server(ferroloop.Config(app, port=0, host="127.0.0.1", log_level="warning", **config))
+    config.setdefault("log_level", "warning")
+    server = ferroloop.Server(ferroloop.Config(app, port=0, host="127.0.0.1", **config))
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -389,3 +390,111 @@ def test_graceful_shutdown_sends_1012(asgi_server):
     run(client())
     seen.wait()
     assert seen.events[-1] == {"type": "websocket.disconnect", "code": 1012, "reason": ""}
+
+
+def test_ws_none_leaves_upgrades_to_http(asgi_server):
+    scopes = []
+
+    async def app(scope, receive, send):
+        if scope["type"] == "lifespan":
+            return
+        scopes.append(scope["type"])
+        await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    port, _ = asgi_server(app, ws="none")
+    assert _status_of(port).status_code == 404
+    assert scopes == ["http"]
+
+
+def test_access_log_lines_of_a_session(asgi_server):
+    import logging
+
+    records = []
+
+    class Capture(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    handler = Capture()
+    logger = logging.getLogger("ferroloop.access")
+    seen = Seen()
+    # Installed once the server configured logging (which replaces handlers).
+    port, _ = asgi_server(echo_app(seen), access_log=True, log_level="info")
+    logger.addHandler(handler)
+    try:
+
+        async def client():
+            async with connect(f"ws://127.0.0.1:{port}/logged?q=1") as ws:
+                await ws.send("x")
+                assert await ws.recv() == "x"
+
+        run(client())
+        seen.wait()
+        deadline = time.monotonic() + IO_TIMEOUT
+        while len(records) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        logger.removeHandler(handler)
+    lines = [r for r in records if "WebSocket" in r]
+    assert lines[0].endswith('"WebSocket /logged?q=1" [accepted]'), lines
+    assert lines[1].endswith('"WebSocket /logged?q=1" closed 1000'), lines
+
+
+def test_proxy_headers_and_root_path_apply_as_for_http(asgi_server):
+    seen = Seen()
+    port, _ = asgi_server(echo_app(seen), proxy_headers=True, forwarded_allow_ips="*", root_path="/api")
+
+    async def client():
+        headers = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7"}
+        async with connect(f"ws://127.0.0.1:{port}/chat", additional_headers=headers) as ws:
+            await ws.send("x")
+            assert await ws.recv() == "x"
+
+    run(client())
+    seen.wait()
+    assert seen.scope["scheme"] == "wss"
+    assert seen.scope["client"][0] == "203.0.113.7"
+    assert seen.scope["root_path"] == "/api"
+    assert seen.scope["path"] == "/api/chat"
+
+
+def test_limit_concurrency_counts_open_sessions(asgi_server):
+    seen = Seen()
+    port, _ = asgi_server(echo_app(seen), limit_concurrency=1)
+
+    async def client():
+        async with connect(f"ws://127.0.0.1:{port}/") as ws:
+            await ws.send("x")
+            assert await ws.recv() == "x"
+            # The open session is the one allowed connection.
+            with pytest.raises(InvalidStatus) as info:
+                async with connect(f"ws://127.0.0.1:{port}/"):
+                    pass
+            assert info.value.response.status_code == 503
+
+    run(client())
+    seen.wait()
+
+
+@pytest.mark.parametrize("how", ["returns", "raises"])
+def test_app_ending_an_open_session_closes_it(asgi_server, how):
+    async def app(scope, receive, send):
+        if scope["type"] != "websocket":
+            return
+        await receive()
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.send", "text": "last"})
+        if how == "raises":
+            raise ValueError("boom")
+
+    port, _ = asgi_server(app)
+
+    async def client():
+        async with connect(f"ws://127.0.0.1:{port}/") as ws:
+            assert await ws.recv() == "last"
+            with pytest.raises(ConnectionClosed) as info:
+                await ws.recv()
+            return info.value.rcvd.code
+
+    assert run(client()) == (1000 if how == "returns" else 1011)

@@ -97,7 +97,10 @@ class WritePump:
     def __call__(self, data: bytes | bytearray | memoryview) -> None: ...
     def set_direct(self, direct: bool) -> None: ...
 
-class ClientDisconnected(OSError): ...
+class ClientDisconnected(OSError):
+    """Raised by an ASGI `send()` after the client went away: an HTTP
+    response's, or a WebSocket's after `websocket.disconnect` (a client's
+    close, a reset, a ping timeout, the server's shutdown)."""
 
 ASGI_SPEC_VERSION: str
 
@@ -132,6 +135,15 @@ class Receive:
     def __call__(self) -> Any: ...
 
 class Send:
+    def __call__(self, message: Any) -> Any: ...
+
+class WsSession:
+    """One ASGI `websocket` session (the server's; not constructed by Python)."""
+
+class WsReceive:
+    def __call__(self) -> Any: ...
+
+class WsSend:
     def __call__(self, message: Any) -> Any: ...
 
 def parse_cli(prog: str, args: list[bytes], environ: Mapping[bytes, bytes]) -> tuple[str, Any]: ...

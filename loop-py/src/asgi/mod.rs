@@ -37,7 +37,7 @@ pyo3::create_exception!(
     ferroloop,
     ClientDisconnected,
     pyo3::exceptions::PyOSError,
-    "Raised by an ASGI `send()` after the client went away."
+    "Raised by an ASGI `send()` after the client went away (an HTTP response's, or a WebSocket's after `websocket.disconnect`)."
 );
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

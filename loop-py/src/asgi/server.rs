@@ -285,6 +285,7 @@ impl HttpServer {
     fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let shared = slf.borrow().shared.clone_ref(py);
+        shared.borrow_mut(py).draining = true;
         ServerShared::for_each(shared.bind(py), |conn| conn.drain(py))
     }
 

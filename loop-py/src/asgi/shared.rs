@@ -42,6 +42,9 @@ pub struct ServerShared {
     request_limit: Option<(u64, Py<PyAny>)>,
     /// Slots whose held-back output goes out at the end of the tick.
     corked: Vec<usize>,
+    /// The server is shutting down: a connection that starts a new session
+    /// now (a WebSocket accepted during the drain) ends it at once.
+    pub(super) draining: bool,
 }
 
 /// The end-of-tick flush of a server's corked connections.
@@ -83,6 +86,7 @@ impl ServerShared {
             requests: 0,
             request_limit: None,
             corked: Vec::new(),
+            draining: false,
         }
     }
 

@@ -8,6 +8,7 @@
 
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
+use super::utf8;
 use crate::handshake::DeflateParams;
 
 /// What a sync flush ends with, and what the sender leaves off.
@@ -31,12 +32,19 @@ pub(crate) enum InflateError {
     TooBig,
     /// Not a valid DEFLATE stream.
     Corrupt,
+    /// A text message's inflated bytes are not UTF-8.
+    BadUtf8,
 }
 
 pub(crate) struct Deflate {
     params: DeflateParams,
-    inflater: Option<Decompress>,
-    compressor: Option<Compress>,
+    // Boxed: flate2 keeps ~150 bytes of stream state inline, which an
+    // idle session should not carry.
+    inflater: Option<Box<Decompress>>,
+    compressor: Option<Box<Compress>>,
+    /// The message being received ended its DEFLATE stream (a block with
+    /// BFINAL): only the tail may follow.
+    ended: bool,
 }
 
 impl Deflate {
@@ -45,6 +53,7 @@ impl Deflate {
             params,
             inflater: None,
             compressor: None,
+            ended: false,
         }
     }
 
@@ -56,17 +65,29 @@ impl Deflate {
     /// Inflate `input` (part of a message) onto `out`, never letting `out`
     /// grow past `limit` bytes: output is produced in bounded slices and
     /// the check runs after each, so a bomb is refused before its size is
-    /// allocated.
+    /// allocated. With `text` (the valid prefix of `out`), each slice is
+    /// validated as it comes, before the size or stream checks, so which
+    /// error wins does not depend on how the input was cut.
     pub fn inflate(
         &mut self,
         mut input: &[u8],
         out: &mut Vec<u8>,
         limit: usize,
+        mut text: Option<&mut usize>,
     ) -> Result<(), InflateError> {
+        if self.ended {
+            // Bytes after the final block: not DEFLATE data (strict, and
+            // the same verdict however the input was cut).
+            return if input.is_empty() {
+                Ok(())
+            } else {
+                Err(InflateError::Corrupt)
+            };
+        }
         let bits = self.params.client_max_window_bits;
         let inflater = self
             .inflater
-            .get_or_insert_with(|| Decompress::new_with_window_bits(false, bits));
+            .get_or_insert_with(|| Box::new(Decompress::new_with_window_bits(false, bits)));
         loop {
             let len = out.len();
             let room = len
@@ -79,17 +100,29 @@ impl Deflate {
             let consumed = (inflater.total_in() - in0) as usize;
             let produced = (inflater.total_out() - out0) as usize;
             out.truncate(len + produced);
+            if let Some(valid) = text.as_deref_mut() {
+                // Past the limit the message fails anyway: validate only
+                // what it may hold.
+                let upto = out.len().min(limit);
+                if !utf8::advance(&out[..upto], valid) {
+                    return Err(InflateError::BadUtf8);
+                }
+            }
             let status = status.map_err(|_| InflateError::Corrupt)?;
             input = &input[consumed..];
             if out.len() > limit {
                 return Err(InflateError::TooBig);
             }
             if status == Status::StreamEnd {
-                // A final block ended the stream: whatever follows in this
-                // message (normally just our tail) has no meaning, and the
-                // next message starts a new stream.
+                // A final block ended the stream (RFC 7692 lets a sender
+                // set BFINAL): the next message starts a new one.
                 self.inflater = None;
-                return Ok(());
+                self.ended = true;
+                return if input.is_empty() {
+                    Ok(())
+                } else {
+                    Err(InflateError::Corrupt)
+                };
             }
             if produced < room && input.is_empty() {
                 return Ok(());
@@ -102,10 +135,21 @@ impl Deflate {
 
     /// The end of a received message: inflate the tail the sender left
     /// off, and forget the context if the client resets its own.
-    pub fn finish_inflate(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), InflateError> {
-        if self.inflater.is_some() {
-            self.inflate(&TAIL, out, limit)?;
+    pub fn finish_inflate(
+        &mut self,
+        out: &mut Vec<u8>,
+        limit: usize,
+        text: Option<&mut usize>,
+    ) -> Result<(), InflateError> {
+        if self.inflater.is_some() && !self.ended {
+            match self.inflate(&TAIL, out, limit, text) {
+                // The final block ended just before our tail.
+                Err(InflateError::Corrupt) if self.ended => {}
+                r => r?,
+            }
         }
+        // Our tail after a final block is ignored, as inflaters do.
+        self.ended = false;
         if self.params.client_no_context_takeover {
             // Dropped rather than reset: an idle session holds no window.
             self.inflater = None;
@@ -124,7 +168,11 @@ impl Deflate {
     pub fn compress(&mut self, data: &[u8], out: &mut Vec<u8>) -> bool {
         let bits = self.params.server_max_window_bits;
         let compressor = self.compressor.get_or_insert_with(|| {
-            Compress::new_with_window_bits(Compression::new(LEVEL), false, bits)
+            Box::new(Compress::new_with_window_bits(
+                Compression::new(LEVEL),
+                false,
+                bits,
+            ))
         });
         let start = out.len();
         let mut input = data;

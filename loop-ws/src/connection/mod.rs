@@ -18,6 +18,7 @@
 
 mod deflate;
 mod frame;
+mod utf8;
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -570,6 +571,9 @@ impl Connection {
             let Some(deflate) = self.deflate.as_mut() else {
                 return Ok(());
             };
+            // Text is validated inside, slice by slice, so the first bad
+            // byte is found before a later size or stream error.
+            let mut text = (partial.kind == MessageKind::Text).then_some(&mut self.utf8_valid);
             let mut scratch = [0u8; UNMASK_CHUNK];
             let mut offset = p.offset;
             for piece in chunk.chunks(UNMASK_CHUNK) {
@@ -578,7 +582,17 @@ impl Connection {
                 frame::apply_mask(buf, p.mask, offset);
                 offset += piece.len();
                 deflate
-                    .inflate(buf, &mut self.msg, self.limits.max_message)
+                    .inflate(
+                        buf,
+                        &mut self.msg,
+                        self.limits.max_message,
+                        text.as_deref_mut(),
+                    )
+                    .map_err(inflate_fail)?;
+            }
+            if p.fin && p.remaining == chunk.len() as u64 {
+                deflate
+                    .finish_inflate(&mut self.msg, self.limits.max_message, text)
                     .map_err(inflate_fail)?;
             }
         } else {
@@ -589,22 +603,16 @@ impl Connection {
         p.remaining -= chunk.len() as u64;
         let frame_done = p.remaining == 0;
         let message_done = frame_done && p.fin;
-        if message_done && partial.compressed {
-            if let Some(deflate) = self.deflate.as_mut() {
-                deflate
-                    .finish_inflate(&mut self.msg, self.limits.max_message)
-                    .map_err(inflate_fail)?;
-            }
-        }
         if partial.kind == MessageKind::Text {
-            if message_done && self.utf8_valid == 0 {
-                // The whole message at once: the fastest validator.
-                if simdutf8::basic::from_utf8(&self.msg).is_err() {
+            if partial.compressed {
+                // Validated while inflating.
+            } else if message_done && self.utf8_valid == 0 {
+                if !utf8::whole(&self.msg) {
                     return Err(BAD_UTF8);
                 }
                 self.utf8_valid = self.msg.len();
-            } else {
-                self.check_utf8()?;
+            } else if !utf8::advance(&self.msg, &mut self.utf8_valid) {
+                return Err(BAD_UTF8);
             }
             if message_done && self.utf8_valid != self.msg.len() {
                 return Err(BAD_UTF8);
@@ -623,17 +631,6 @@ impl Connection {
                 });
             }
             // Closing: we said goodbye; nobody will read it.
-        }
-        Ok(())
-    }
-
-    /// Validate the text received since the last check, failing at the
-    /// first invalid byte; a character cut off at the end waits for more.
-    fn check_utf8(&mut self) -> Result<(), Fail> {
-        match simdutf8::compat::from_utf8(&self.msg[self.utf8_valid..]) {
-            Ok(_) => self.utf8_valid = self.msg.len(),
-            Err(e) if e.error_len().is_none() => self.utf8_valid += e.valid_up_to(),
-            Err(_) => return Err(BAD_UTF8),
         }
         Ok(())
     }
@@ -727,6 +724,7 @@ impl Connection {
 fn inflate_fail(e: InflateError) -> Fail {
     match e {
         InflateError::TooBig => TOO_BIG_MESSAGE,
+        InflateError::BadUtf8 => BAD_UTF8,
         InflateError::Corrupt => fail(CloseCode::PROTOCOL_ERROR, "invalid compressed data"),
     }
 }

@@ -23,9 +23,12 @@ pub(super) enum WsMessage<'py> {
         headers: Headers<'py>,
     },
     Send(Data<'py>),
+    /// Before accept only the type counts (FastAPI passes its validation
+    /// errors, a list, as the reason of the `403`): the fields' errors
+    /// wait until they matter.
     Close {
-        code: u16,
-        reason: String,
+        code: PyResult<u16>,
+        reason: PyResult<String>,
     },
     ResponseStart {
         status: u16,
@@ -77,14 +80,14 @@ pub(super) fn decode<'py>(message: &Bound<'py, PyAny>) -> PyResult<Decoded<'py>>
             let code = match optional(message, intern!(py, "code"))? {
                 Some(v) => v.extract::<u16>().map_err(|_| {
                     PyValueError::new_err("'websocket.close' 'code' must be an int in 0..65536")
-                })?,
-                None => 1000,
+                }),
+                None => Ok(1000),
             };
             let reason = match optional(message, intern!(py, "reason"))? {
-                Some(v) => v.extract::<String>().map_err(|_| {
-                    PyTypeError::new_err("'websocket.close' 'reason' must be a str")
-                })?,
-                None => String::new(),
+                Some(v) => v
+                    .extract::<String>()
+                    .map_err(|_| PyTypeError::new_err("'websocket.close' 'reason' must be a str")),
+                None => Ok(String::new()),
             };
             WsMessage::Close { code, reason }
         }

@@ -50,7 +50,12 @@ pub(super) fn attach(
         slf.getattr(intern!(py, "_on_writable"))?.unbind(),
     );
     slf.borrow_mut().callbacks = Some(callbacks);
-    after_input(slf)
+    after_input(slf)?;
+    // Accepted while the server drains (HTTP waited for this response).
+    if shared.borrow(py).draining {
+        drain(slf)?;
+    }
+    Ok(())
 }
 
 /// After input or a timer: write what the session produced (pongs, a
@@ -415,6 +420,14 @@ impl WsSession {
             visit.call(w)?;
         }
         Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.receive_waiter = None;
+        self.send_waiter = None;
+        self.task = None;
+        self.side = None;
+        self.callbacks = None;
     }
 
     fn __repr__(&self) -> String {

@@ -390,6 +390,7 @@ pub(super) fn send<'py>(
         }
         (Stage::Open, WsMessage::Send(data)) => return send_data(slf, data),
         (Stage::Open, WsMessage::Close { code, reason }) => {
+            let (code, reason) = (code?, reason?);
             io::close(slf, code, &reason)?;
             {
                 let mut me = slf.borrow_mut();
@@ -681,7 +682,8 @@ pub(super) fn app_finished(
                 // (1011 after an error), as websockets' own server does.
                 let code = if error.is_some() { 1011 } else { 1000 };
                 slf.borrow_mut().finished_by = Some("websocket.close");
-                io::close(slf, code, "")?;
+                // Closing already (the peer's close crossed) is fine.
+                let _ = io::close(slf, code, "");
             }
             Ok(())
         }
