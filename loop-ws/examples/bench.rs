@@ -46,7 +46,11 @@ fn run(name: &str, frames: &[Vec<u8>], deflate: Option<DeflateParams>, iteration
     let mut bytes = 0usize;
     // Warm up, then measure.
     for round in 0..2 {
-        let n = if round == 0 { iterations / 10 + 1 } else { iterations };
+        let n = if round == 0 {
+            iterations / 10 + 1
+        } else {
+            iterations
+        };
         let start = Instant::now();
         for i in 0..n {
             c.receive(&frames[i % frames.len()], 0.0);
@@ -54,12 +58,16 @@ fn run(name: &str, frames: &[Vec<u8>], deflate: Option<DeflateParams>, iteration
                 panic!("{name}: no message");
             };
             out.clear();
-            c.send(m.kind, &m.data, &mut out).unwrap_or_else(|e| panic!("{name}: {e}"));
+            c.send(m.kind, &m.data, &mut out)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
             bytes += black_box(&out).len();
         }
         if round == 1 {
             let ns = start.elapsed().as_nanos() as f64 / n as f64;
-            println!("{name:<32} {ns:>10.0} ns/message   {:>12.0} messages/s", 1e9 / ns);
+            println!(
+                "{name:<32} {ns:>10.0} ns/message   {:>12.0} messages/s",
+                1e9 / ns
+            );
         }
     }
     black_box(bytes);
@@ -79,13 +87,34 @@ fn compress_stream(messages: &[Vec<u8>]) -> Vec<Vec<u8>> {
 }
 
 fn main() {
-    let scale: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let bin = |n: usize| vec![client_frame(2, false, &(0..n).map(|i| i as u8).collect::<Vec<_>>())];
+    let scale: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let bin = |n: usize| {
+        vec![client_frame(
+            2,
+            false,
+            &(0..n).map(|i| i as u8).collect::<Vec<_>>(),
+        )]
+    };
     run("binary 64 B", &bin(64), None, 2_000_000 * scale);
-    run("text 64 B", &[client_frame(1, false, &[b'a'; 64])], None, 2_000_000 * scale);
+    run(
+        "text 64 B",
+        &[client_frame(1, false, &[b'a'; 64])],
+        None,
+        2_000_000 * scale,
+    );
     run("binary 4 KiB", &bin(4096), None, 500_000 * scale);
-    let text4k: Vec<u8> = (0..4096).map(|i| b"lorem ipsum dolor sit amet, "[i % 28]).collect();
-    run("text 4 KiB", &[client_frame(1, false, &text4k)], None, 500_000 * scale);
+    let text4k: Vec<u8> = (0..4096)
+        .map(|i| b"lorem ipsum dolor sit amet, "[i % 28])
+        .collect();
+    run(
+        "text 4 KiB",
+        &[client_frame(1, false, &text4k)],
+        None,
+        500_000 * scale,
+    );
     run("binary 256 KiB", &bin(256 * 1024), None, 10_000 * scale);
     // permessage-deflate: 100 different 4 KiB texts, context kept.
     let texts: Vec<Vec<u8>> = (0..100)
@@ -102,5 +131,10 @@ fn main() {
         client_max_window_bits: 15,
     };
     // The frames must be decoded in order (context takeover): 100 × k.
-    run("text 4 KiB + deflate", &compress_stream(&texts), Some(params), 100 * 200 * scale);
+    run(
+        "text 4 KiB + deflate",
+        &compress_stream(&texts),
+        Some(params),
+        100 * 200 * scale,
+    );
 }

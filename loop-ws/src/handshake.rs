@@ -193,8 +193,11 @@ impl Refusal {
 pub struct DeflateParams {
     pub server_no_context_takeover: bool,
     pub client_no_context_takeover: bool,
-    /// 9..=15.
+    /// 8..=15: the largest window our compressor may use. 8 (256 bytes)
+    /// is below what zlib can produce, so such a session sends every
+    /// message uncompressed, which RFC 7692 allows.
     pub server_max_window_bits: u8,
-    /// 9..=15.
+    /// 9..=15: the window our inflater uses (the client's declared limit,
+    /// 8 read as 9, or 15).
     pub client_max_window_bits: u8,
 }

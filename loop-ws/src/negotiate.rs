@@ -2,10 +2,11 @@
 //! the first acceptable offer and say what we answer.
 //!
 //! The deflate backend (flate2 on zlib-rs) takes window bits 9..=15 only
-//! (and panics outside), so every value that reaches [`DeflateParams`] is
-//! in that range:
+//! (and panics outside), so 8 needs care:
 //! - `server_max_window_bits=8` limits *our* window to 256 bytes, which
-//!   zlib cannot produce (it silently uses 512): that offer is declined.
+//!   zlib cannot produce (it silently uses 512). RFC 7692 lets a sender
+//!   leave any message uncompressed, so we accept, answer 8, and send every
+//!   message uncompressed on that session: the client still compresses.
 //! - `client_max_window_bits=8` promises the client's window is at most
 //!   256 bytes; an inflater with a 512-byte window reads that, so we use 9.
 
@@ -55,9 +56,6 @@ fn accept_offer(offer: &ExtensionOffer) -> Option<(DeflateParams, String)> {
             }
             _ => return None,
         }
-    }
-    if server_bits == Some(8) {
-        return None;
     }
     let params = DeflateParams {
         server_no_context_takeover: server_nct,
@@ -128,12 +126,15 @@ mod tests {
 
     #[test]
     fn window_bits_eight() {
-        assert_eq!(neg("permessage-deflate; server_max_window_bits=8"), None);
+        // Accepted; the session then sends uncompressed (see the module doc).
+        let (p, a) = neg("permessage-deflate; server_max_window_bits=8").unwrap();
+        assert_eq!(p, params(false, false, 8, 15));
+        assert_eq!(a, "permessage-deflate; server_max_window_bits=8");
         let (p, _) = neg("permessage-deflate; client_max_window_bits=8").unwrap();
         assert_eq!(p.client_max_window_bits, 9);
-        // The declined offer gives way to the next one.
+        // A declined offer gives way to the next one.
         let (p, a) =
-            neg("permessage-deflate; server_max_window_bits=8, permessage-deflate").unwrap();
+            neg("permessage-deflate; server_max_window_bits=7, permessage-deflate").unwrap();
         assert_eq!(
             (p, a.as_str()),
             (params(false, false, 15, 15), "permessage-deflate")

@@ -69,6 +69,34 @@ fn assert_close_refused(payload: &[u8], code: u16) {
 }
 
 #[test]
+fn messages_before_the_peers_close_can_be_answered() {
+    for how in FEEDS {
+        let mut c = conn(&quiet());
+        let mut input = text("last words");
+        input.extend(close_frame(1001, b"going"));
+        feed(&mut c, &input, how);
+        assert_eq!(c.state(), State::Open);
+        let m = c.next_message().unwrap();
+        let mut out = Vec::new();
+        c.send(m.kind, &m.data, &mut out).unwrap();
+        assert!(c.next_message().is_none());
+        assert_eq!(c.close_status(), Some((CloseCode::GOING_AWAY, "going")));
+        c.take_output(&mut out);
+        let frames = parse_frames(&out);
+        assert_eq!(frames[0].payload, b"last words");
+        assert_eq!(frames[1].close(), Some((1001, String::new())));
+        // Or the application closes instead of reading on.
+        let mut c = conn(&quiet());
+        feed(&mut c, &input, how);
+        let mut out = Vec::new();
+        c.close(CloseCode::NORMAL, "", 0.0, &mut out).unwrap();
+        assert_eq!(c.state(), State::Closed);
+        assert_eq!(c.close_status(), Some((CloseCode::GOING_AWAY, "going")));
+        assert_eq!(parse_frames(&out)[0].close(), Some((1000, String::new())));
+    }
+}
+
+#[test]
 fn one_byte_close_payload() {
     assert_close_refused(&[3], 1002);
 }

@@ -69,6 +69,20 @@ fn fragmented_compressed_message() {
 }
 
 #[test]
+fn empty_compressed_payload_is_an_empty_message() {
+    for how in FEEDS {
+        let mut client = ClientDeflate::new(DEFAULT);
+        let mut c = deflate_conn(&quiet(), DEFAULT);
+        let mut input = frame(true, true, TEXT, &client.compress(b"before"));
+        input.extend(frame(true, true, TEXT, &[]));
+        input.extend(frame(true, true, TEXT, &client.compress(b"after")));
+        feed(&mut c, &input, how);
+        let got: Vec<_> = messages(&mut c).into_iter().map(|m| m.data).collect();
+        assert_eq!(got, [b"before".to_vec(), vec![], b"after".to_vec()]);
+    }
+}
+
+#[test]
 fn rsv1_on_a_continuation_frame() {
     let mut c = deflate_conn(&quiet(), DEFAULT);
     let mut input = frame(false, true, TEXT, &[]);
@@ -117,7 +131,7 @@ fn decompressed_size_is_limited() {
 }
 
 #[test]
-fn sent_messages_are_compressed_from_128_bytes() {
+fn sent_messages_are_compressed() {
     let mut c = deflate_conn(&quiet(), DEFAULT);
     let mut client = ClientDeflate::new(DEFAULT);
     let mut out = Vec::new();
@@ -129,7 +143,7 @@ fn sent_messages_are_compressed_from_128_bytes() {
     let frames = parse_frames(&out);
     assert_eq!(
         frames.iter().map(|f| f.rsv1).collect::<Vec<_>>(),
-        [true, false, true]
+        [true, true, true]
     );
     assert!(frames[0].payload.len() < 100);
     assert!(
@@ -153,7 +167,7 @@ fn every_parameter_combination_round_trips() {
         .collect();
     for snct in [false, true] {
         for cnct in [false, true] {
-            for sbits in [9, 10, 12, 15] {
+            for sbits in [8, 9, 10, 12, 15] {
                 for cbits in [9, 11, 15] {
                     let p = params(snct, cnct, sbits, cbits);
                     let mut client = ClientDeflate::new(p);
@@ -177,13 +191,30 @@ fn every_parameter_combination_round_trips() {
 }
 
 #[test]
+fn server_window_of_8_bits_sends_uncompressed() {
+    let p = params(false, false, 8, 15);
+    let mut c = deflate_conn(&quiet(), p);
+    let mut client = ClientDeflate::new(p);
+    let data = "still compressed by the client ".repeat(20);
+    c.receive(
+        &frame(true, true, TEXT, &client.compress(data.as_bytes())),
+        0.0,
+    );
+    assert_eq!(messages(&mut c)[0].data, data.as_bytes());
+    let mut out = Vec::new();
+    c.send(MessageKind::Text, data.as_bytes(), &mut out)
+        .unwrap();
+    let frames = parse_frames(&out);
+    assert!(!frames[0].rsv1);
+    assert_eq!(frames[0].payload, data.as_bytes());
+    assert_eq!(c.deflate_allocated(), (true, false));
+}
+
+#[test]
 fn deflate_state_is_allocated_lazily() {
     let mut c = deflate_conn(&quiet(), DEFAULT);
     assert_eq!(c.deflate_allocated(), (false, false));
     c.receive(&text("plain"), 0.0);
-    let mut out = Vec::new();
-    c.send(MessageKind::Text, b"small, sent plain", &mut out)
-        .unwrap();
     assert_eq!(c.deflate_allocated(), (false, false));
     let mut client = ClientDeflate::new(DEFAULT);
     c.receive(
@@ -191,6 +222,7 @@ fn deflate_state_is_allocated_lazily() {
         0.0,
     );
     assert_eq!(c.deflate_allocated(), (true, false));
+    let mut out = Vec::new();
     c.send(MessageKind::Binary, &[1; 200], &mut out).unwrap();
     assert_eq!(c.deflate_allocated(), (true, true));
     // client_no_context_takeover: the inflater is dropped after each message.

@@ -12,6 +12,8 @@ fn assert_fails(config: &Config, input: &[u8], code: u16) {
     for how in FEEDS {
         let mut c = conn(config);
         feed(&mut c, input, how);
+        // Messages before the error are delivered first.
+        let _ = messages(&mut c);
         assert_eq!(c.state(), State::Closed, "{how:?}");
         assert_eq!(c.close_status().map(|(c, _)| c.0), Some(code), "{how:?}");
         let out = output(&mut c);
@@ -224,6 +226,33 @@ fn invalid_utf8_fails_fast() {
 }
 
 #[test]
+fn messages_before_an_error_can_still_be_answered() {
+    for how in FEEDS {
+        let mut c = conn(&quiet());
+        let mut input = text("first");
+        input.extend(frame(true, true, TEXT, b"rsv1"));
+        input.extend(frame(true, false, PING, b"never answered"));
+        feed(&mut c, &input, how);
+        assert_eq!(c.state(), State::Open);
+        assert!(!c.wants_read());
+        assert!(!c.has_output());
+        let m = c.next_message().unwrap();
+        let mut out = Vec::new();
+        c.send(m.kind, &m.data, &mut out).unwrap();
+        assert!(c.next_message().is_none());
+        assert_eq!(c.state(), State::Closed);
+        c.take_output(&mut out);
+        let frames = parse_frames(&out);
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(
+            (frames[0].opcode, &frames[0].payload[..]),
+            (TEXT, &b"first"[..])
+        );
+        assert_eq!(frames[1].close().map(|(c, _)| c), Some(1002));
+    }
+}
+
+#[test]
 fn binary_is_not_validated() {
     let mut c = conn(&quiet());
     c.receive(&binary(b"\xff\xfe"), 0.0);
@@ -334,7 +363,8 @@ fn eof_behind_a_full_queue_delivers_first() {
     assert_eq!(c.state(), State::Open);
     assert_eq!(c.next_message().unwrap().data, b"a");
     assert_eq!(c.next_message().unwrap().data, b"b");
-    // The close frame was decoded once there was room.
+    // The close frame was decoded once there was room (with nothing left
+    // to take before it, so at once).
     assert_eq!(c.state(), State::Closed);
     assert_eq!(c.close_status(), Some((CloseCode::NORMAL, "bye")));
 }

@@ -200,7 +200,7 @@ fn malformed_extension_offers_do_not_fail_the_handshake() {
     let mut h = base();
     h.push((
         "Sec-WebSocket-Extensions",
-        "permessage-deflate; server_max_window_bits=8, permessage-deflate; ;",
+        "permessage-deflate; server_max_window_bits=16, permessage-deflate; ;",
     ));
     h.push((
         "Sec-WebSocket-Extensions",

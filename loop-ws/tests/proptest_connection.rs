@@ -48,7 +48,7 @@ fn plan() -> impl Strategy<Value = Plan> {
 }
 
 fn params() -> impl Strategy<Value = DeflateParams> {
-    (any::<bool>(), any::<bool>(), 9u8..=15, 9u8..=15).prop_map(|(a, b, s, c)| DeflateParams {
+    (any::<bool>(), any::<bool>(), 8u8..=15, 9u8..=15).prop_map(|(a, b, s, c)| DeflateParams {
         server_no_context_takeover: a,
         client_no_context_takeover: b,
         server_max_window_bits: s,

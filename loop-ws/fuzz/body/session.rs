@@ -77,7 +77,7 @@ pub fn run(data: &[u8]) {
     let deflate = (selector & 1 != 0).then(|| DeflateParams {
         server_no_context_takeover: selector & 0x10 != 0,
         client_no_context_takeover: selector & 0x08 != 0,
-        server_max_window_bits: 15,
+        server_max_window_bits: if selector & 0x80 != 0 { 8 } else { 15 },
         client_max_window_bits: [9, 10, 12, 15][usize::from((selector >> 1) & 3)],
     });
     let step = usize::from(selector >> 5) + 1;

@@ -14,11 +14,6 @@ use crate::handshake::DeflateParams;
 /// What a sync flush ends with, and what the sender leaves off.
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
-/// Messages shorter than this go out uncompressed (RFC 7692 allows it per
-/// message). Deflating a few dozen bytes costs more CPU than it saves on
-/// the wire and often makes them longer.
-pub(crate) const MIN_COMPRESSED_SIZE: usize = 128;
-
 /// zlib level 6, the default of zlib and of Python's websockets.
 const LEVEL: u32 = 6;
 
@@ -45,6 +40,8 @@ pub(crate) struct Deflate {
     /// The message being received ended its DEFLATE stream (a block with
     /// BFINAL): only the tail may follow.
     ended: bool,
+    /// The message being received had compressed bytes.
+    fed: bool,
 }
 
 impl Deflate {
@@ -54,6 +51,7 @@ impl Deflate {
             inflater: None,
             compressor: None,
             ended: false,
+            fed: false,
         }
     }
 
@@ -84,22 +82,34 @@ impl Deflate {
                 Err(InflateError::Corrupt)
             };
         }
-        let bits = self.params.client_max_window_bits;
+        if input.is_empty() {
+            return Ok(());
+        }
+        self.fed = true;
+        let bits = self.params.client_max_window_bits.clamp(9, 15);
         let inflater = self
             .inflater
             .get_or_insert_with(|| Box::new(Decompress::new_with_window_bits(false, bits)));
         loop {
             let len = out.len();
-            let room = len
-                .max(input.len().saturating_mul(3))
+            // Room in proportion to this input (not to the message so far:
+            // a message of many small fragments must stay linear), and
+            // never past the limit: what inflating writes is what was
+            // reserved, so a bomb stops near the limit.
+            let wanted = input
+                .len()
+                .saturating_mul(4)
                 .clamp(256, MAX_INFLATE_CHUNK)
                 .min(limit.saturating_sub(len).saturating_add(1));
-            out.resize(len + room, 0);
+            if out.capacity() - len < wanted {
+                out.reserve(wanted);
+            }
+            let room = out.capacity() - len;
             let (in0, out0) = (inflater.total_in(), inflater.total_out());
-            let status = inflater.decompress(input, &mut out[len..], FlushDecompress::Sync);
+            // Writes into the spare capacity only (no zero-filling).
+            let status = inflater.decompress_vec(input, out, FlushDecompress::Sync);
             let consumed = (inflater.total_in() - in0) as usize;
             let produced = (inflater.total_out() - out0) as usize;
-            out.truncate(len + produced);
             if let Some(valid) = text.as_deref_mut() {
                 // Past the limit the message fails anyway: validate only
                 // what it may hold.
@@ -141,7 +151,10 @@ impl Deflate {
         limit: usize,
         text: Option<&mut usize>,
     ) -> Result<(), InflateError> {
-        if self.inflater.is_some() && !self.ended {
+        // A message with no compressed bytes at all is empty: the tail
+        // alone would be read as half a stored block (some senders send
+        // nothing, not the 0x00 an empty message compresses to).
+        if self.fed && !self.ended {
             match self.inflate(&TAIL, out, limit, text) {
                 // The final block ended just before our tail.
                 Err(InflateError::Corrupt) if self.ended => {}
@@ -150,6 +163,7 @@ impl Deflate {
         }
         // Our tail after a final block is ignored, as inflaters do.
         self.ended = false;
+        self.fed = false;
         if self.params.client_no_context_takeover {
             // Dropped rather than reset: an idle session holds no window.
             self.inflater = None;
@@ -157,16 +171,20 @@ impl Deflate {
         Ok(())
     }
 
-    /// Should a message of `len` bytes be compressed?
-    pub fn wants(len: usize) -> bool {
-        len >= MIN_COMPRESSED_SIZE
+    /// Should messages be compressed? Every one, as Python's websockets
+    /// does (a size threshold would save CPU on small messages, but
+    /// Autobahn's own 12.x cases break on an uncompressed echo), except
+    /// when the client limited our window to 8 bits, which zlib cannot
+    /// honour.
+    pub fn compresses(&self) -> bool {
+        self.params.server_max_window_bits >= 9
     }
 
     /// Append `data` compressed, tail stripped. `false` if the compressor
     /// failed (nothing appended; it is dropped, and a fresh one's output is
     /// valid for the peer's inflater whatever its history).
     pub fn compress(&mut self, data: &[u8], out: &mut Vec<u8>) -> bool {
-        let bits = self.params.server_max_window_bits;
+        let bits = self.params.server_max_window_bits.clamp(9, 15);
         let compressor = self.compressor.get_or_insert_with(|| {
             Box::new(Compress::new_with_window_bits(
                 Compression::new(LEVEL),
@@ -195,6 +213,13 @@ impl Deflate {
         }
         if out[start..].ends_with(&TAIL) {
             out.truncate(out.len() - TAIL.len());
+        }
+        if out.len() == start {
+            // Nothing to flush (an empty message after a flush): the
+            // receiver appends the tail, which is only an empty stored
+            // block after its header byte (BFINAL 0, BTYPE 00), so send
+            // that byte.
+            out.push(0x00);
         }
         if self.params.server_no_context_takeover {
             compressor.reset();

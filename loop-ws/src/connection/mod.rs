@@ -12,12 +12,17 @@
 //! copied into `held`. A data frame's payload is unmasked into the
 //! message's own `Vec` as it arrives, so a message is copied once.
 //!
-//! Protocol errors fail fast: the session sends its close frame and is
-//! [`State::Closed`] at once, without waiting for the peer's answer (RFC
-//! 6455 §7.1.7: once failing, an endpoint processes no more data).
+//! Protocol errors fail fast: decoding stops at the first offending byte,
+//! the session sends its close frame and is [`State::Closed`] without
+//! waiting for the peer's answer (RFC 6455 §7.1.7: once failing, an
+//! endpoint processes no more data). Messages decoded *before* the error
+//! (or before the peer's close frame) are still delivered and may still be
+//! answered: the close goes out when [`Connection::next_message`] finds
+//! the queue empty, so an echo of them precedes it.
 
 mod deflate;
 mod frame;
+mod receive;
 mod utf8;
 
 use std::borrow::Cow;
@@ -26,10 +31,9 @@ use std::collections::VecDeque;
 use crate::close::CloseCode;
 use crate::config::Config;
 use crate::handshake::DeflateParams;
-use deflate::{Deflate, InflateError};
-use frame::{
-    Header, MAX_CONTROL_PAYLOAD, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
-};
+use deflate::Deflate;
+use frame::{MAX_CONTROL_PAYLOAD, OP_BINARY, OP_CLOSE, OP_PING, OP_TEXT};
+use receive::{Partial, Payload, Pending};
 
 /// Text or binary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,36 +97,11 @@ const fn fail(code: CloseCode, reason: &'static str) -> Fail {
     Fail { code, reason }
 }
 
-const TOO_BIG_FRAME: Fail = fail(CloseCode::TOO_BIG, "frame too big");
-const TOO_BIG_MESSAGE: Fail = fail(CloseCode::TOO_BIG, "message too big");
 const BAD_UTF8: Fail = fail(CloseCode::INVALID_DATA, "invalid UTF-8 in a text message");
 const PING_TIMEOUT: Fail = fail(CloseCode::INTERNAL_ERROR, "keepalive ping timeout");
 
 /// Held input larger than this is freed, not kept for reuse, once empty.
 const KEEP_HELD: usize = 16 * 1024;
-/// Space reserved ahead for a data frame's payload before it has arrived
-/// (more is reserved only as bytes come): a declared length costs no
-/// memory the peer has not sent.
-const RESERVE_AHEAD: usize = 64 * 1024;
-/// Compressed payload is unmasked in pieces of this size on the stack.
-const UNMASK_CHUNK: usize = 4096;
-
-/// The data frame whose payload is arriving.
-#[derive(Clone, Copy, Debug)]
-struct Payload {
-    remaining: u64,
-    mask: [u8; 4],
-    /// Payload bytes of this frame already seen (the mask phase).
-    offset: usize,
-    fin: bool,
-}
-
-/// The message being assembled.
-#[derive(Clone, Copy, Debug)]
-struct Partial {
-    kind: MessageKind,
-    compressed: bool,
-}
 
 /// The limits a session reads on its hot path, copied from [`Config`].
 #[derive(Clone, Copy, Debug)]
@@ -146,6 +125,9 @@ pub struct Connection {
     /// The data frame in progress, if its header has been read.
     payload: Option<Payload>,
     partial: Option<Partial>,
+    /// A close or failure found in the input, waiting for the messages
+    /// before it to be taken.
+    pending: Option<Pending>,
     /// The message being assembled (decompressed).
     msg: Vec<u8>,
     /// `msg[..utf8_valid]` is known valid UTF-8 (text messages).
@@ -184,6 +166,7 @@ impl Connection {
             held_pos: 0,
             payload: None,
             partial: None,
+            pending: None,
             msg: Vec::new(),
             utf8_valid: 0,
             queue: VecDeque::new(),
@@ -204,7 +187,7 @@ impl Connection {
     /// and close frames and fails on protocol errors, queuing output.
     pub fn receive(&mut self, bytes: &[u8], now: f64) {
         let _ = now;
-        if self.state == State::Closed || bytes.is_empty() {
+        if self.state == State::Closed || self.pending.is_some() || bytes.is_empty() {
             return;
         }
         if self.held_pos == self.held.len() {
@@ -231,10 +214,17 @@ impl Connection {
     }
 
     /// The next complete message, oldest first. Taking one makes room in
-    /// the queue, so held input is decoded: check [`Connection::state`]
-    /// and [`Connection::take_output`] afterwards.
+    /// the queue, so held input is decoded; and once the queue is empty, a
+    /// close or failure found in the input takes effect (`None` returned,
+    /// close frame queued). Check [`Connection::state`] and
+    /// [`Connection::take_output`] afterwards.
     pub fn next_message(&mut self) -> Option<Message> {
-        let message = self.queue.pop_front()?;
+        let Some(message) = self.queue.pop_front() else {
+            if let Some(p) = self.pending.take() {
+                self.apply(p);
+            }
+            return None;
+        };
         self.queued_bytes -= message.data.len();
         if self.held_pos < self.held.len() && self.state != State::Closed {
             self.decode_held();
@@ -246,11 +236,10 @@ impl Connection {
     /// Should the caller read from the transport (the queue has room and
     /// the peer may still send)?
     pub fn wants_read(&self) -> bool {
-        self.state != State::Closed && !self.eof && !self.queue_full()
+        self.state != State::Closed && self.pending.is_none() && !self.eof && !self.queue_full()
     }
 
     /// Encode a data message (compressed if negotiated) into `out`.
-    /// Messages under 128 bytes are sent uncompressed.
     pub fn send(
         &mut self,
         kind: MessageKind,
@@ -265,7 +254,7 @@ impl Connection {
             MessageKind::Text => OP_TEXT,
             MessageKind::Binary => OP_BINARY,
         };
-        if let Some(deflate) = self.deflate.as_mut().filter(|_| Deflate::wants(data.len())) {
+        if let Some(deflate) = self.deflate.as_mut().filter(|d| d.compresses()) {
             // Compress behind room for the longest header, then move the
             // payload up to the header's real length.
             let start = out.len();
@@ -308,6 +297,10 @@ impl Connection {
         self.state = State::Closing;
         self.close_deadline = Some(now + self.limits.close_timeout);
         self.ping = None;
+        if let Some(p) = self.pending.take() {
+            // The peer's close (or its error) already came: done.
+            self.apply(p);
+        }
         // A message still arriving is decoded (its frames must be read
         // through to find the peer's close) and then dropped.
         Ok(())
@@ -357,6 +350,8 @@ impl Connection {
     /// When [`Connection::on_timer`] next has something to do.
     pub fn next_deadline(&self) -> Option<f64> {
         match self.state {
+            // The session ends once the application takes its messages.
+            State::Open if self.pending.is_some() => None,
             State::Open => {
                 let pong = self.ping.and_then(|(_, deadline)| deadline);
                 match (self.next_ping, pong) {
@@ -381,6 +376,7 @@ impl Connection {
                     TimerAction::Nothing
                 }
             }
+            State::Open if self.pending.is_some() => TimerAction::Nothing,
             State::Open => {
                 if self.ping.and_then(|(_, d)| d).is_some_and(|d| now >= d) {
                     self.fail(PING_TIMEOUT);
@@ -435,259 +431,13 @@ impl Connection {
 
     /// After EOF, once nothing more can be decoded, the session is over.
     fn check_eof(&mut self) {
-        if !self.eof || self.state == State::Closed {
+        if !self.eof || self.state == State::Closed || self.pending.is_some() {
             return;
         }
         let blocked = self.held_pos < self.held.len() && self.queue_full();
         if !blocked {
             self.finish(CloseCode::ABNORMAL, Cow::Borrowed(""));
         }
-    }
-
-    /// Decode frames from `input`; returns the bytes consumed. Stops at an
-    /// incomplete header or control frame, when the queue is full (at a
-    /// frame boundary), or when the session closes (all input consumed).
-    fn decode(&mut self, input: &[u8]) -> usize {
-        let mut pos = 0;
-        loop {
-            if self.state == State::Closed {
-                return input.len();
-            }
-            if let Some(p) = self.payload {
-                let avail = input.len() - pos;
-                if avail == 0 {
-                    return pos;
-                }
-                let n = usize::try_from(p.remaining).map_or(avail, |r| r.min(avail));
-                if let Err(f) = self.data(&input[pos..pos + n], p) {
-                    self.fail(f);
-                    return input.len();
-                }
-                pos += n;
-                continue;
-            }
-            if self.queue_full() {
-                return pos;
-            }
-            let rest = &input[pos..];
-            let header = match frame::parse_header(rest) {
-                Ok(Some(h)) => h,
-                Ok(None) => return pos,
-                Err(f) => {
-                    self.fail(f);
-                    return input.len();
-                }
-            };
-            if header.is_control() {
-                // At most 125 bytes: wait for the whole frame.
-                let len = header.len as usize;
-                let Some(wire) = rest.get(header.size..header.size + len) else {
-                    return pos;
-                };
-                let mut payload = [0u8; MAX_CONTROL_PAYLOAD];
-                payload[..len].copy_from_slice(wire);
-                frame::apply_mask(&mut payload[..len], header.mask, 0);
-                pos += header.size + len;
-                if let Err(f) = self.control(&header, &payload[..len]) {
-                    self.fail(f);
-                    return input.len();
-                }
-                continue;
-            }
-            let avail = (rest.len() - header.size) as u64;
-            if let Err(f) = self.start_data(&header, avail) {
-                self.fail(f);
-                return input.len();
-            }
-            pos += header.size;
-            let p = Payload {
-                remaining: header.len,
-                mask: header.mask,
-                offset: 0,
-                fin: header.fin,
-            };
-            if header.len == 0 {
-                if let Err(f) = self.data(&[], p) {
-                    self.fail(f);
-                    return input.len();
-                }
-            } else {
-                self.payload = Some(p);
-            }
-        }
-    }
-
-    /// The rules a data frame header must meet in this session.
-    fn start_data(&mut self, h: &Header, avail: u64) -> Result<(), Fail> {
-        let protocol = |reason| fail(CloseCode::PROTOCOL_ERROR, reason);
-        if h.opcode == OP_CONTINUATION {
-            if self.partial.is_none() {
-                return Err(protocol("continuation frame without a message"));
-            }
-            if h.rsv1 {
-                return Err(protocol("RSV1 set on a continuation frame"));
-            }
-        } else {
-            if self.partial.is_some() {
-                return Err(protocol("new data frame inside a fragmented message"));
-            }
-            if h.rsv1 && self.deflate.is_none() {
-                return Err(protocol("RSV1 set without permessage-deflate"));
-            }
-            let kind = if h.opcode == OP_TEXT {
-                MessageKind::Text
-            } else {
-                MessageKind::Binary
-            };
-            self.partial = Some(Partial {
-                kind,
-                compressed: h.rsv1,
-            });
-        }
-        if h.len > self.limits.max_frame as u64 {
-            return Err(TOO_BIG_FRAME);
-        }
-        let compressed = self.partial.is_some_and(|p| p.compressed);
-        if !compressed {
-            if h.len > self.limits.max_message.saturating_sub(self.msg.len()) as u64 {
-                return Err(TOO_BIG_MESSAGE);
-            }
-            // Exactly the frame when it is all here (one allocation for a
-            // single-frame message); never much more than has arrived.
-            let ahead = h.len.min(avail.max(RESERVE_AHEAD as u64)) as usize;
-            self.msg.reserve_exact(ahead);
-        }
-        Ok(())
-    }
-
-    /// Payload bytes of the current data frame (`chunk` is at most what
-    /// remains of it); completes the frame and the message.
-    fn data(&mut self, chunk: &[u8], mut p: Payload) -> Result<(), Fail> {
-        let Some(partial) = self.partial else {
-            return Ok(());
-        };
-        let start = self.msg.len();
-        if partial.compressed {
-            let Some(deflate) = self.deflate.as_mut() else {
-                return Ok(());
-            };
-            // Text is validated inside, slice by slice, so the first bad
-            // byte is found before a later size or stream error.
-            let mut text = (partial.kind == MessageKind::Text).then_some(&mut self.utf8_valid);
-            let mut scratch = [0u8; UNMASK_CHUNK];
-            let mut offset = p.offset;
-            for piece in chunk.chunks(UNMASK_CHUNK) {
-                let buf = &mut scratch[..piece.len()];
-                buf.copy_from_slice(piece);
-                frame::apply_mask(buf, p.mask, offset);
-                offset += piece.len();
-                deflate
-                    .inflate(
-                        buf,
-                        &mut self.msg,
-                        self.limits.max_message,
-                        text.as_deref_mut(),
-                    )
-                    .map_err(inflate_fail)?;
-            }
-            if p.fin && p.remaining == chunk.len() as u64 {
-                deflate
-                    .finish_inflate(&mut self.msg, self.limits.max_message, text)
-                    .map_err(inflate_fail)?;
-            }
-        } else {
-            self.msg.extend_from_slice(chunk);
-            frame::apply_mask(&mut self.msg[start..], p.mask, p.offset);
-        }
-        p.offset += chunk.len();
-        p.remaining -= chunk.len() as u64;
-        let frame_done = p.remaining == 0;
-        let message_done = frame_done && p.fin;
-        if partial.kind == MessageKind::Text {
-            if partial.compressed {
-                // Validated while inflating.
-            } else if message_done && self.utf8_valid == 0 {
-                if !utf8::whole(&self.msg) {
-                    return Err(BAD_UTF8);
-                }
-                self.utf8_valid = self.msg.len();
-            } else if !utf8::advance(&self.msg, &mut self.utf8_valid) {
-                return Err(BAD_UTF8);
-            }
-            if message_done && self.utf8_valid != self.msg.len() {
-                return Err(BAD_UTF8);
-            }
-        }
-        self.payload = if frame_done { None } else { Some(p) };
-        if message_done {
-            self.partial = None;
-            self.utf8_valid = 0;
-            let data = std::mem::take(&mut self.msg);
-            if self.state == State::Open {
-                self.queued_bytes += data.len();
-                self.queue.push_back(Message {
-                    kind: partial.kind,
-                    data,
-                });
-            }
-            // Closing: we said goodbye; nobody will read it.
-        }
-        Ok(())
-    }
-
-    fn control(&mut self, h: &Header, payload: &[u8]) -> Result<(), Fail> {
-        if h.rsv1 {
-            return Err(fail(
-                CloseCode::PROTOCOL_ERROR,
-                "RSV1 set on a control frame",
-            ));
-        }
-        match h.opcode {
-            OP_PING => {
-                if self.state == State::Open {
-                    frame::put_frame(&mut self.output, OP_PONG, payload);
-                }
-            }
-            OP_PONG => {
-                // Unsolicited pongs are allowed (a heartbeat) and ignored.
-                if self.ping.is_some_and(|(sent, _)| sent[..] == *payload) {
-                    self.ping = None;
-                }
-            }
-            _ => self.peer_close(payload)?,
-        }
-        Ok(())
-    }
-
-    /// The peer's close frame (RFC 6455 §5.5.1, §7.4).
-    fn peer_close(&mut self, payload: &[u8]) -> Result<(), Fail> {
-        let (code, reason) = match payload {
-            [] => (None, ""),
-            [_] => {
-                return Err(fail(
-                    CloseCode::PROTOCOL_ERROR,
-                    "close frame with a 1-byte payload",
-                ))
-            }
-            [hi, lo, reason @ ..] => {
-                let code = CloseCode(u16::from_be_bytes([*hi, *lo]));
-                if !code.is_sendable() {
-                    return Err(fail(CloseCode::PROTOCOL_ERROR, "invalid close code"));
-                }
-                let reason = simdutf8::basic::from_utf8(reason)
-                    .map_err(|_| fail(CloseCode::INVALID_DATA, "close reason is not UTF-8"))?;
-                (Some(code), reason)
-            }
-        };
-        if self.state == State::Open {
-            // Echo the code (not the reason), then we are done.
-            put_close(&mut self.output, code, "");
-        }
-        self.finish(
-            code.unwrap_or(CloseCode::NO_STATUS),
-            Cow::Owned(reason.to_string()),
-        );
-        Ok(())
     }
 
     /// Fail the session: our close frame (unless one went out already),
@@ -718,14 +468,6 @@ impl Connection {
         self.partial = None;
         self.msg = Vec::new();
         self.utf8_valid = 0;
-    }
-}
-
-fn inflate_fail(e: InflateError) -> Fail {
-    match e {
-        InflateError::TooBig => TOO_BIG_MESSAGE,
-        InflateError::BadUtf8 => BAD_UTF8,
-        InflateError::Corrupt => fail(CloseCode::PROTOCOL_ERROR, "invalid compressed data"),
     }
 }
 

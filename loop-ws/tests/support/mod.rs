@@ -187,7 +187,10 @@ impl ClientDeflate {
                 false,
                 params.client_max_window_bits,
             ),
-            decompress: Decompress::new_with_window_bits(false, params.server_max_window_bits),
+            decompress: Decompress::new_with_window_bits(
+                false,
+                params.server_max_window_bits.max(9),
+            ),
         }
     }
 
@@ -209,6 +212,9 @@ impl ClientDeflate {
         // An empty message after a flush compresses to nothing at all.
         if out.ends_with(&[0, 0, 0xff, 0xff]) {
             out.truncate(out.len() - 4);
+        }
+        if out.is_empty() {
+            out.push(0x00); // an empty stored block's header, as senders must
         }
         if self.params.client_no_context_takeover {
             self.compress.reset();
