@@ -14,7 +14,7 @@ updated. Every entry that is not OK says why.
   result depends on timing (its reason says why), so the run is not flaky.
 * ``FERROLOOP_AUTOBAHN_CASES="1.*,9.7.1"`` runs a subset (compared on those
   cases only).
-* ``FERROLOOP_AUTOBAHN_CONCURRENCY=N``: cases in parallel (default 1).
+* ``FERROLOOP_AUTOBAHN_CONCURRENCY=N``: cases in parallel (default 2).
 * Marked ``autobahn``: ``-m autobahn`` runs only it, ``-m "not autobahn"``
   skips it. A whole run took 840 s here (concurrency 1, ferroloop) and
   593 s with FERROLOOP_AUTOBAHN_CONCURRENCY=2; uvicorn 854 s. ``cargo xtask
@@ -72,7 +72,7 @@ def needs_reason(entry: dict) -> bool:
 async def _run(url: str, cases):
     import kosoku
 
-    concurrency = int(os.environ.get(CONCURRENCY_ENV, "1"))
+    concurrency = int(os.environ.get(CONCURRENCY_ENV, "2"))
     try:
         return await kosoku.run_fuzzingclient(url, cases=cases, concurrency=concurrency)
     except kosoku.FailureError as exc:
