@@ -10,10 +10,15 @@ updated. Every entry that is not OK says why.
   tests/ws/test_ws_autobahn.py`` rewrites the file from the run (reasons of
   entries whose verdict stayed are kept; new ones get kosoku's prose, to be
   edited by hand) and then fails, so an update is never silent.
+* An entry may list ``also``: other verdicts accepted for a case whose
+  result depends on timing (its reason says why), so the run is not flaky.
 * ``FERROLOOP_AUTOBAHN_CASES="1.*,9.7.1"`` runs a subset (compared on those
   cases only).
+* ``FERROLOOP_AUTOBAHN_CONCURRENCY=N``: cases in parallel (default 2).
 * Marked ``autobahn``: ``-m autobahn`` runs only it, ``-m "not autobahn"``
-  skips it (a whole run takes minutes).
+  skips it. A whole run took 840 s here (concurrency 1, ferroloop) and
+  593 s with FERROLOOP_AUTOBAHN_CONCURRENCY=2; uvicorn 854 s. ``cargo xtask
+  test`` runs it on the first tested Python only.
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ import pytest
 
 from ws_support import HERE, peer
 
-pytestmark = pytest.mark.autobahn
+# A whole run is minutes (pyproject's 120 s is for ordinary tests).
+pytestmark = [pytest.mark.autobahn, pytest.mark.timeout(1800)]
 
 UPDATE_ENV = "FERROLOOP_AUTOBAHN_UPDATE"
 CASES_ENV = "FERROLOOP_AUTOBAHN_CASES"
+CONCURRENCY_ENV = "FERROLOOP_AUTOBAHN_CONCURRENCY"
 
 #: Verdicts that need no reason.
 PLAIN = {"OK", "INFORMATIONAL"}
@@ -65,8 +72,9 @@ def needs_reason(entry: dict) -> bool:
 async def _run(url: str, cases):
     import kosoku
 
+    concurrency = int(os.environ.get(CONCURRENCY_ENV, "2"))
     try:
-        return await kosoku.run_fuzzingclient(url, cases=cases)
+        return await kosoku.run_fuzzingclient(url, cases=cases, concurrency=concurrency)
     except kosoku.FailureError as exc:
         # Raised when any case failed; carries every case's result.
         return exc.results
@@ -80,7 +88,10 @@ def _summary(actual: dict) -> str:
 
 
 def test_autobahn_fuzzingclient(ws_server, record_property):
-    srv = ws_server("autobahn_echo", no_access_log=True)
+    # No keepalive pings: a server ping in the middle of a long case (12.x
+    # runs past the 20 s default interval) makes kosoku end the case as
+    # "did not finish" (12.2.10 fails with pings, passes without).
+    srv = ws_server("autobahn_echo", no_access_log=True, ws_ping_interval=None)
     selected = [c.strip() for c in os.environ.get(CASES_ENV, "").split(",") if c.strip()] or None
     started = time.monotonic()
     results = asyncio.run(_run(f"ws://127.0.0.1:{srv.port}", selected))
@@ -95,7 +106,7 @@ def test_autobahn_fuzzingclient(ws_server, record_property):
     path = expected_path()
     expected = json.loads(path.read_text()) if path.exists() else {}
     for case_id, entry in expected.items():
-        if needs_reason(entry):
+        if needs_reason(entry) or entry.get("also"):
             assert entry.get("reason", "").strip(), f"{path.name}: {case_id} is {entry} without a reason"
 
     if os.environ.get(UPDATE_ENV) == "1":
@@ -103,6 +114,10 @@ def test_autobahn_fuzzingclient(ws_server, record_property):
         for case_id, verdicts in actual.items():
             entry = dict(verdicts)
             old = expected.get(case_id, {})
+            if old.get("also") and (verdicts == {k: old[k] for k in verdicts} or verdicts in old["also"]):
+                # A case with alternatives keeps its entry whichever it got.
+                updated[case_id] = old
+                continue
             if needs_reason(entry):
                 same = {k: old.get(k) for k in verdicts} == verdicts
                 entry["reason"] = old["reason"] if same and old.get("reason") else prose[case_id]
@@ -122,7 +137,7 @@ def test_autobahn_fuzzingclient(ws_server, record_property):
             unknown.append(f"{case_id}: {verdicts}")
             continue
         want_verdicts = {k: want[k] for k in verdicts}
-        if want_verdicts == verdicts:
+        if want_verdicts == verdicts or verdicts in want.get("also", []):
             continue
         line = f"{case_id}: expected {want_verdicts}, got {verdicts} ({prose[case_id]})"
         (better if _rank(verdicts) > _rank(want_verdicts) else worse).append(line)
