@@ -89,7 +89,10 @@ def test_ping_flood_is_bounded_by_backpressure(ws_server):
                 break
         return sent
 
-    settled = wait_settled(push, total, look=1.0)
+    try:
+        settled = wait_settled(push, total, look=1.0)
+    except ConnectionResetError:
+        raise AssertionError(f"reset after {sent} bytes: {srv.events.of('flood')}\n{srv.output()}") from None
     ws.sock.setblocking(True)
     assert settled < 48 * 1024 * 1024, settled
     ws.reset()
