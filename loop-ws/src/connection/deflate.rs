@@ -14,8 +14,9 @@ use crate::handshake::DeflateParams;
 /// What a sync flush ends with, and what the sender leaves off.
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
-/// zlib level 6, the default of zlib and of Python's websockets.
-const LEVEL: u32 = 6;
+/// zlib's best speed (nginx's default gzip level): a server's CPU per
+/// message matters more than the last bytes (docs/decisions.md).
+const LEVEL: u32 = 1;
 
 /// Largest output slice one inflate call may fill.
 const MAX_INFLATE_CHUNK: usize = 1 << 20;
