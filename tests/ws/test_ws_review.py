@@ -76,15 +76,17 @@ def test_ping_flood_is_bounded_by_backpressure(ws_server):
     ws = srv.raw(conn="flood")
     ws.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     chunk = encode_frame(OP_PING, b"p" * 125) * 8000
-    total = 96 * 1024 * 1024
+    total = len(chunk) * (96 * 1024 * 1024 // len(chunk))
     sent = 0
     ws.sock.setblocking(False)
 
     def push() -> int:
+        # A partial send resumes inside the chunk: frames must stay whole.
         nonlocal sent
         while sent < total:
+            offset = sent % len(chunk)
             try:
-                sent += ws.sock.send(chunk)
+                sent += ws.sock.send(memoryview(chunk)[offset:])
             except BlockingIOError:
                 break
         return sent
