@@ -368,3 +368,45 @@ impl ServerShared {
         Ok(())
     }
 }
+
+/// One direction of a connection's loop registration: what it wants, what
+/// it has, and the callback registered for it.
+pub(super) struct Interest {
+    pub want: bool,
+    pub have: bool,
+    pub callback: Py<PyAny>,
+}
+
+/// Bring a connection's reader and writer registrations in line with what
+/// it wants; `record(write, now)` is told each change once it is made (the
+/// connection keeps its own flags). Callbacks run in `context`.
+pub(super) fn sync_fd_interest(
+    event_loop: &Bound<'_, Loop>,
+    fd: std::os::fd::RawFd,
+    context: &Py<PyAny>,
+    read: Interest,
+    write: Interest,
+    mut record: impl FnMut(bool, bool),
+) -> PyResult<()> {
+    let py = event_loop.py();
+    let fd_obj = pyo3::types::PyInt::new(py, fd);
+    for (interest, is_write) in [(read, false), (write, true)] {
+        if interest.want == interest.have {
+            continue;
+        }
+        if interest.want {
+            Loop::add_fd_callback_in(
+                event_loop,
+                fd_obj.as_any(),
+                interest.callback.into_bound(py),
+                pyo3::types::PyTuple::empty(py),
+                is_write,
+                Some(context.bind(py).clone()),
+            )?;
+        } else {
+            Loop::remove_fd_callback(event_loop, fd_obj.as_any(), is_write)?;
+        }
+        record(is_write, interest.want);
+    }
+    Ok(())
+}

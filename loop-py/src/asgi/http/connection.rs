@@ -17,7 +17,7 @@ use super::dispatch::Addr;
 use super::dispatch::Waiters;
 use super::exchange;
 use crate::asgi::settings::{Settings, WRITE_HIGH, WRITE_LOW};
-use crate::asgi::shared::ServerShared;
+use crate::asgi::shared::{sync_fd_interest, Interest, ServerShared};
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_http::{
@@ -27,7 +27,7 @@ use loop_http::{
 use loop_transports::{LayerRead, LayeredStream, Write};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyTuple};
+use pyo3::types::PyInt;
 use std::borrow::Cow;
 use std::net::IpAddr;
 use std::os::fd::RawFd;
@@ -211,38 +211,30 @@ impl HttpConnection {
         if fd < 0 {
             return Ok(());
         }
-        let lp = event_loop.bind(py);
-        let fd_obj = PyInt::new(py, fd);
         let (readable, writable) = cbs;
-        for (want, have, callback, write) in [
-            (want_read, reading, readable, false),
-            (want_write, writing, writable, true),
-        ] {
-            if want == have {
-                continue;
-            }
-            if want {
-                let args = PyTuple::empty(py);
-                let context = Some(ctx.bind(py).clone());
-                Loop::add_fd_callback_in(
-                    lp,
-                    fd_obj.as_any(),
-                    callback.into_bound(py),
-                    args,
-                    write,
-                    context,
-                )?;
-            } else {
-                Loop::remove_fd_callback(lp, fd_obj.as_any(), write)?;
-            }
-            let mut me = slf.borrow_mut();
-            if write {
-                me.writing = want;
-            } else {
-                me.reading = want;
-            }
-        }
-        Ok(())
+        sync_fd_interest(
+            event_loop.bind(py),
+            fd,
+            &ctx,
+            Interest {
+                want: want_read,
+                have: reading,
+                callback: readable,
+            },
+            Interest {
+                want: want_write,
+                have: writing,
+                callback: writable,
+            },
+            |write, now| {
+                let mut me = slf.borrow_mut();
+                if write {
+                    me.writing = now;
+                } else {
+                    me.reading = now;
+                }
+            },
+        )
     }
 
     /// Parse what is pending and act on it, until nothing more can happen.

@@ -7,7 +7,7 @@
 use super::session::{self, Stage, WsSession};
 use super::WsHandle;
 use crate::asgi::settings::{WRITE_HIGH, WRITE_LOW};
-use crate::asgi::shared::ServerShared;
+use crate::asgi::shared::{sync_fd_interest, Interest, ServerShared};
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_transports::{LayerRead, LayeredStream, Write};
@@ -15,7 +15,7 @@ use loop_ws::{CloseCode, DeflateParams, MessageKind, SendError, State, TimerActi
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyTuple};
+use pyo3::types::PyInt;
 use std::sync::Arc;
 
 /// Take the stream over from HTTP: a session of the server's registry in
@@ -276,36 +276,30 @@ fn sync_interest(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     if fd < 0 {
         return Ok(());
     }
-    let lp = event_loop.bind(py);
-    let fd_obj = PyInt::new(py, fd);
     let (readable, writable) = cbs;
-    for (want, have, callback, write) in [
-        (want_read, reading, readable, false),
-        (want_write, writing, writable, true),
-    ] {
-        if want == have {
-            continue;
-        }
-        if want {
-            Loop::add_fd_callback_in(
-                lp,
-                fd_obj.as_any(),
-                callback.into_bound(py),
-                PyTuple::empty(py),
-                write,
-                Some(ctx.bind(py).clone()),
-            )?;
-        } else {
-            Loop::remove_fd_callback(lp, fd_obj.as_any(), write)?;
-        }
-        let mut me = slf.borrow_mut();
-        if write {
-            me.writing = want;
-        } else {
-            me.reading = want;
-        }
-    }
-    Ok(())
+    sync_fd_interest(
+        event_loop.bind(py),
+        fd,
+        &ctx,
+        Interest {
+            want: want_read,
+            have: reading,
+            callback: readable,
+        },
+        Interest {
+            want: want_write,
+            have: writing,
+            callback: writable,
+        },
+        |write, now| {
+            let mut me = slf.borrow_mut();
+            if write {
+                me.writing = now;
+            } else {
+                me.reading = now;
+            }
+        },
+    )
 }
 
 /// Start the closing handshake with `code` (the app's close, its end, or

@@ -264,18 +264,11 @@ pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, P
         ));
     }
     drop(pending);
-    let (event, paused) = {
-        let mut me = slf.borrow_mut();
-        let paused = me.ws.as_ref().is_some_and(|ws| !ws.wants_read());
-        (me.next_event(), paused)
-    };
-    let took = matches!(event, Event::Message(_));
-    let (msg, spare) = event_dict(py, event)?;
-    slf.borrow_mut().recycle(spare);
+    let (msg, resume) = take_event(slf)?;
     io::settle(slf)?;
     match msg {
         Some(msg) => {
-            if took && paused {
+            if resume {
                 // Room in the queue again: decode what waits, read on.
                 io::resume_input(slf)?;
             }
@@ -297,6 +290,20 @@ pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, P
     }
 }
 
+/// The next event as `receive()` delivers it, and whether taking it made
+/// room in a full queue (reading then resumes).
+fn take_event<'py>(slf: &Bound<'py, WsSession>) -> PyResult<(Option<Bound<'py, PyDict>>, bool)> {
+    let (event, paused) = {
+        let mut me = slf.borrow_mut();
+        let paused = me.ws.as_ref().is_some_and(|ws| !ws.wants_read());
+        (me.next_event(), paused)
+    };
+    let took = matches!(event, Event::Message(_));
+    let (msg, spare) = event_dict(slf.py(), event)?;
+    slf.borrow_mut().recycle(spare);
+    Ok((msg, took && paused))
+}
+
 /// A waiting `receive()` gets what arrived (a message, the disconnect).
 pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     let py = slf.py();
@@ -314,21 +321,14 @@ pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>) -> PyResult<()> {
         drop(old);
         return Ok(());
     }
-    let (event, paused) = {
-        let mut me = slf.borrow_mut();
-        let paused = me.ws.as_ref().is_some_and(|ws| !ws.wants_read());
-        (me.next_event(), paused)
-    };
-    let took = matches!(event, Event::Message(_));
-    let (msg, spare) = event_dict(py, event)?;
-    slf.borrow_mut().recycle(spare);
+    let (msg, resume) = take_event(slf)?;
     let Some(msg) = msg else {
         return io::settle(slf);
     };
     let old = slf.borrow_mut().receive_waiter.take();
     drop(old);
     waiter.call_method1(py, intern!(py, "set_result"), (msg,))?;
-    if took && paused {
+    if resume {
         io::resume_input(slf)?;
     }
     io::settle(slf)
