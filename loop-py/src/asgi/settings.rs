@@ -42,6 +42,9 @@ pub struct Settings {
     /// WebSocket sessions' limits and timeouts; `None` when `ws` is
     /// `"none"` (an upgrade request is then plain HTTP to the app).
     pub ws: Option<loop_ws::Config>,
+    /// TLS on the listening sockets; `None` for plaintext. Files are read
+    /// (and every error reported) before anything binds.
+    pub tls: Option<loop_tls::TlsSettings>,
 }
 
 impl Settings {
@@ -140,6 +143,7 @@ impl Settings {
             proxy,
             access_log: get("access_log")?.extract()?,
             ws: ws_config(&get)?,
+            tls: None,
         })
     }
 }
