@@ -45,6 +45,10 @@ pub struct Settings {
     /// TLS on the listening sockets; `None` for plaintext. Files are read
     /// (and every error reported) before anything binds.
     pub tls: Option<loop_tls::TlsSettings>,
+    /// `tls` loaded (files read and checked) when the settings were read,
+    /// so a bad file fails before anything binds. A certificate reload
+    /// builds a new one from `tls`; the server holds the current one.
+    pub tls_config: Option<loop_tls::TlsConfig>,
 }
 
 impl Settings {
@@ -144,6 +148,7 @@ impl Settings {
             access_log: get("access_log")?.extract()?,
             ws: ws_config(&get)?,
             tls: None,
+            tls_config: None,
         })
     }
 }
