@@ -182,6 +182,8 @@ def _check_ssl_crl(row: dict[str, Any], value: Any) -> list[str]:
 def _check_ssl_sni(row: dict[str, Any], value: Any) -> dict[str, tuple[str, str]]:
     """A mapping {host: (certfile, keyfile)}, or the command line's
     `HOST=CERTFILE:KEYFILE` strings (split as the command line splits them)."""
+    if isinstance(value, str):
+        value = [value]  # one entry, as the command line's one flag
     if isinstance(value, (list, tuple)):
         pairs = {}
         for entry in value:
