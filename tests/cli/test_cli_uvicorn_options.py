@@ -29,6 +29,9 @@ def uvicorn_options() -> list[click.Option]:
     return [p for p in command.get_params(click.Context(command)) if isinstance(p, click.Option)]
 
 
+TLS_ARGS = ("--ssl-certfile", "c.pem", "--ssl-keyfile", "k.pem", "--ssl-ca-certs", "ca.pem", "--ssl-cert-reqs", "2")
+
+
 def parse(*args: str, environ: dict[bytes, bytes] | None = None):
     return _native.parse_cli("ferroloop", [os.fsencode(a) for a in ("m:app", *args)], environ or {})
 
@@ -49,6 +52,8 @@ def sample_args(option: click.Option, spelling: str, tmp_path) -> list[str]:
     if isinstance(option.type, click.Choice):
         choice = next(c for c in option.type.choices if c != option.default)
         return [spelling, choice]
+    if name == "ssl_version":
+        return [spelling, "2"]  # PROTOCOL_TLS: negotiate (most others are refused by name)
     texts = {"header": "x-a:1", "headers": "x-a:1", "app_dir": ".", "forwarded_allow_ips": "*", "root_path": "/api",
              "host": "0.0.0.0", "uds": "/tmp/x.sock", "loop": "uvloop", "http": "h11", "ws": "websockets"}
     if name in texts:
@@ -80,6 +85,8 @@ def test_every_uvicorn_option_is_known_and_behaves_as_its_status_says(option, tm
         assert spelling in BY_FLAG, f"uvicorn's {spelling} is unknown to ferroloop's settings table"
         row = BY_FLAG[spelling]
         args = sample_args(option, spelling, tmp_path)
+        if row["name"].startswith("ssl_"):  # TLS needs a certificate (and a CA for client ones)
+            args = [*TLS_ARGS, *args]
         kind, value = parse(*args)
         refused = row["refuse"] and args[-1] in row["refuse"]
         if row["status"] == "unsupported" or refused:
@@ -105,7 +112,7 @@ def test_unsupported_options_given_their_default_pass():
 
 def test_every_setting_has_a_variable(tmp_path):
     samples = {"int": "300", "seconds": "3", "rate": "3", "bool": "false", "bool_or_text": "edge", "text": "/x",
-               "path": str(tmp_path), "headers": "x-a: 1"}
+               "path": str(tmp_path), "headers": "x-a: 1", "path_list": str(tmp_path), "sni_list": "a.example=c.pem:k.pem"}
     for row in ROWS:
         if row["kind"] == "object" or row["status"] != "supported":
             continue
@@ -117,7 +124,10 @@ def test_every_setting_has_a_variable(tmp_path):
             text = str(tmp_path / ".env")
         if row["name"] in ("port", "fd"):
             text = "1"
-        kind, value = parse(environ={row["env"].encode(): text.encode()})
+        if row["name"] == "ssl_version":
+            text = "2"
+        tls = TLS_ARGS if row["name"].startswith("ssl_") else ()
+        kind, value = parse(*tls, environ={row["env"].encode(): text.encode()})
         assert kind == "run", (row["env"], value)
         target = "max_header_size" if row["name"] == "h11_max_incomplete_event_size" else row["name"]
         assert target in value["values"], row["env"]

@@ -27,6 +27,16 @@ ONE_WAY_FLAGS = {"reload", "http2", "ws_per_message_deflate"}
 SUPPORTED = [row for row in ROWS if row["status"] == "supported"]
 
 
+#: An ssl_* setting asks for TLS, which needs a certificate (and, for the
+#: client-certificate ones, a CA): given with each ssl_* row's value.
+TLS_ARGS = ("--ssl-certfile", "c.pem", "--ssl-keyfile", "k.pem", "--ssl-ca-certs", "ca.pem", "--ssl-cert-reqs", "2")
+TLS_KWARGS = {"ssl_certfile": "c.pem", "ssl_keyfile": "k.pem", "ssl_ca_certs": "ca.pem", "ssl_cert_reqs": 2}
+
+
+def tls_base(row) -> tuple[tuple[str, ...], dict]:
+    return (TLS_ARGS, TLS_KWARGS) if row["name"].startswith("ssl_") else ((), {})
+
+
 def parse(*args: str) -> tuple[str, object]:
     return _native.parse_cli("ferroloop", [os.fsencode(a) for a in ("apps:app", *args)], {})
 
@@ -75,10 +85,12 @@ def test_runtime_signature_and_defaults_are_the_table():
     params = inspect.signature(ferroloop.Config).parameters
     assert list(params) == ["app"] + [row["name"] for row in CONFIG_ROWS]
     config = ferroloop.Config(apps.app)
+    # Lists whose None is kept as an empty one.
+    kept = {"ssl_crl": [], "ssl_sni": {}}
     for row in CONFIG_ROWS:
         assert params[row["name"]].default == row["default"], row["name"]
         assert params[row["name"]].kind is inspect.Parameter.KEYWORD_ONLY
-        assert getattr(config, row["name"]) == row["default"], row["name"]
+        assert getattr(config, row["name"]) == kept.get(row["name"], row["default"]), row["name"]
 
 
 def test_config_keywords_are_the_table():
@@ -108,40 +120,47 @@ def test_help_lists_exactly_the_cli_rows():
         assert row["flag"] in text
 
 
-@pytest.mark.parametrize("row", [r for r in SUPPORTED if r["kind"] == "int"], ids=lambda r: r["name"])
+# ssl_version's values are the stdlib's ssl.PROTOCOL_* numbers, most of
+# them refused by name (tests/tls/test_tls_settings.py).
+@pytest.mark.parametrize(
+    "row", [r for r in SUPPORTED if r["kind"] == "int" and r["name"] != "ssl_version"], ids=lambda r: r["name"]
+)
 def test_int_bounds_agree_between_cli_and_config(row):
     name, low, high = row["name"], row["min"], row["max"]
+    args, kwargs = tls_base(row)
     if row["config"]:
-        ferroloop.Config(apps.app, **{name: low})
+        ferroloop.Config(apps.app, **{**kwargs, name: low})
         with pytest.raises(ValueError, match=name):
-            ferroloop.Config(apps.app, **{name: low - 1})
+            ferroloop.Config(apps.app, **{**kwargs, name: low - 1})
         if high is not None:
-            ferroloop.Config(apps.app, **{name: high})
+            ferroloop.Config(apps.app, **{**kwargs, name: high})
             with pytest.raises(ValueError, match=name):
-                ferroloop.Config(apps.app, **{name: high + 1})
+                ferroloop.Config(apps.app, **{**kwargs, name: high + 1})
     if row["cli"]:
-        assert parse(row["flag"], str(low))[0] == "run"
-        kind, (report, code) = parse(row["flag"], str(low - 1))
+        assert parse(*args, row["flag"], str(low))[0] == "run"
+        kind, (report, code) = parse(*args, row["flag"], str(low - 1))
         assert (kind, code) == ("error", 2)
         assert row["flag"] in report and row["expected"] in report
         if high is not None:
-            assert parse(row["flag"], str(high + 1))[0] == "error"
+            assert parse(*args, row["flag"], str(high + 1))[0] == "error"
 
 
 @pytest.mark.parametrize("row", [r for r in SUPPORTED if r["kind"] == "choice"], ids=lambda r: r["name"])
 def test_choices_agree_between_cli_and_config(row):
+    args, kwargs = tls_base(row)
     for choice in row["choices"]:
         if choice in (row["refuse"] or ()):
             with pytest.raises(ValueError, match="not supported yet"):
                 ferroloop.Config(apps.app, **{row["name"]: choice})
             assert parse(row["flag"], choice)[0] == "error"
             continue
-        ferroloop.Config(apps.app, **{row["name"]: choice})
+        ferroloop.Config(apps.app, **{**kwargs, row["name"]: choice})
         if row["cli"]:
-            kind, value = parse(row["flag"], choice)
-            assert kind == "run" and value["values"] == {row["name"]: choice}
+            kind, value = parse(*args, row["flag"], choice)
+            assert kind == "run" and value["values"][row["name"]] == choice
+            assert set(value["values"]) == {row["name"]} | {n for n in TLS_KWARGS if args}
     with pytest.raises(ValueError, match=row["name"]):
-        ferroloop.Config(apps.app, **{row["name"]: "no-such-choice"})
+        ferroloop.Config(apps.app, **{**kwargs, row["name"]: "no-such-choice"})
 
 
 def test_cli_values_go_to_config_unchanged(tmp_path):
