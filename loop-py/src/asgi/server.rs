@@ -70,7 +70,9 @@ impl HttpServer {
             let (stream, state) = match &tls {
                 None => (LayeredStream::plain(core), None),
                 Some((config, stats)) => match tls::layer(config, stats) {
-                    Ok((layer, state)) => (LayeredStream::with_layer(core, Some(layer)), Some(state)),
+                    Ok((layer, state)) => {
+                        (LayeredStream::with_layer(core, Some(layer)), Some(state))
+                    }
                     // rustls refused to start a session: the socket closes.
                     Err(err) => {
                         Self::log_refused(slf, &err)?;

@@ -50,7 +50,11 @@ impl TlsStats {
     }
 
     pub(super) fn reloaded(&self, ok: bool) {
-        bump(if ok { &self.reloads } else { &self.reload_errors });
+        bump(if ok {
+            &self.reloads
+        } else {
+            &self.reload_errors
+        });
     }
 
     /// The counters by name, for Python.

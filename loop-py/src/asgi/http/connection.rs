@@ -18,13 +18,13 @@ use super::dispatch::Waiters;
 use super::exchange;
 use crate::asgi::settings::{Settings, WRITE_HIGH, WRITE_LOW};
 use crate::asgi::shared::{sync_fd_interest, Interest, ServerShared};
+use crate::asgi::tls::{describe, session_error, TlsState};
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_http::{
     ConnectionConfig, DrainAction, FailOutcome, Phase, RequestHead, ServerConnection, Step,
     TimerAction,
 };
-use crate::asgi::tls::{describe, session_error, TlsState};
 use loop_transports::{Eof, LayerRead, LayeredStream, Write};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -702,8 +702,7 @@ impl HttpConnection {
             };
             let server = me.shared.clone_ref(py);
             let mut srv = server.bind(py).borrow_mut();
-            let (open, why): (bool, Cow<'static, str>) = match stream.read_into(srv.read_buffer())
-            {
+            let (open, why): (bool, Cow<'static, str>) = match stream.read_into(srv.read_buffer()) {
                 // Empty when only TLS records (a handshake's) arrived.
                 Ok(LayerRead::Data(data)) => {
                     me.http.receive(data);

@@ -195,8 +195,7 @@ pub(super) fn request_scope<'py>(
             base
         }
     };
-    let (client, scheme) =
-        client_and_scheme(py, settings.proxy.as_ref(), peer_ip, head, secure)?;
+    let (client, scheme) = client_and_scheme(py, settings.proxy.as_ref(), peer_ip, head, secure)?;
     scope::build(
         py,
         &base,
