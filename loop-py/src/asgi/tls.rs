@@ -219,3 +219,40 @@ pub(in crate::asgi) fn describe(err: &SessionError) -> String {
     };
     format!("{what}: {err}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_error_is_found_again_inside_the_streams_error() {
+        let err = SessionError {
+            kind: SessionErrorKind::NotTls,
+            message: "not a TLS record".into(),
+        };
+        let stream_err = loop_transports::Error::Layer(Box::new(err));
+        let found = session_error(&stream_err).map(|e| e.kind);
+        assert_eq!(found, Some(SessionErrorKind::NotTls));
+        let text = describe(session_error(&stream_err).unwrap_or_else(|| unreachable!()));
+        assert!(text.starts_with("not TLS"), "{text}");
+    }
+
+    #[test]
+    fn failures_are_counted_by_kind_and_summed() {
+        let stats = TlsStats::default();
+        stats.failed(SessionErrorKind::NotTls);
+        stats.failed(SessionErrorKind::HandshakeTooLarge);
+        stats.failed(SessionErrorKind::Protocol);
+        bump(&stats.timed_out);
+        stats.reloaded(true);
+        stats.reloaded(false);
+        let snapshot: std::collections::HashMap<_, _> = stats.snapshot().into_iter().collect();
+        assert_eq!(snapshot["failed_not_tls"], 1);
+        assert_eq!(snapshot["failed_too_large"], 1);
+        assert_eq!(snapshot["failed_timeout"], 1);
+        // A protocol error after the handshake is no failed handshake.
+        assert_eq!(snapshot["handshakes_failed"], 3);
+        assert_eq!(snapshot["protocol_errors"], 1);
+        assert_eq!((snapshot["reloads"], snapshot["reload_errors"]), (1, 1));
+    }
+}
