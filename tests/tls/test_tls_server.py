@@ -125,17 +125,20 @@ def certs(tmp_path) -> CertFiles:
     return CertFiles(tmp_path, _tls.authority())
 
 
-def tls_config(certs: CertFiles, **settings) -> "ferroloop.Config":
+def tls_config(certs: CertFiles, *, ca_certs: str | None = None, cert_reqs: int = 0, **settings) -> "ferroloop.Config":
     """A `Config` serving `app` over TLS with `certs`: through the
     `ssl_*` settings where this build has them, else the test build's hook
     (`_test_tls`) that stands in for them."""
     handshake_timeout = settings.pop("ssl_handshake_timeout", None)
     settings.setdefault("port", 0)
+    ssl = {"ssl_certfile": str(certs.certfile), "ssl_keyfile": str(certs.keyfile)}
+    if ca_certs is not None:
+        ssl.update(ssl_ca_certs=ca_certs, ssl_cert_reqs=cert_reqs)
     try:
-        config = ferroloop.Config(app, ssl_certfile=str(certs.certfile), ssl_keyfile=str(certs.keyfile), **settings)
+        config = ferroloop.Config(app, **ssl, **settings)
     except ValueError:
         config = ferroloop.Config(app, **settings)
-        config._test_tls = (str(certs.certfile), str(certs.keyfile))
+        config._test_tls = (str(certs.certfile), str(certs.keyfile), ca_certs, cert_reqs)
     if handshake_timeout is not None:
         config.ssl_handshake_timeout = handshake_timeout
     return config
@@ -269,6 +272,23 @@ def test_scope_has_https_and_the_tls_extension(serve, certs):
     assert ssl.PEM_cert_to_DER_cert(tls["server_cert"]) == certs.leaf_der
     assert tls["client_cert_chain"] == []
     assert tls["client_cert_name"] is None
+    assert tls["client_cert_error"] is None
+
+
+def test_scope_has_the_client_certificate_chain_and_name(serve, certs, tmp_path):
+    ca_file = tmp_path / "ca.pem"
+    certs.ca.cert_pem.write_to_path(str(ca_file))
+    server = serve(ca_certs=str(ca_file), cert_reqs=2)
+    context = certs.client_context()
+    client = certs.ca.issue_cert("client@example.org", common_name="test client")
+    client.configure_cert(context)
+    conn = https(server.port, context)
+    _, body = get(conn, "/scope")
+    conn.close()
+    tls = json.loads(body)["tls"]
+    chain = [ssl.PEM_cert_to_DER_cert(pem) for pem in tls["client_cert_chain"]]
+    assert chain[0] == ssl.PEM_cert_to_DER_cert(client.cert_chain_pems[0].bytes().decode())
+    assert "CN=test client" in tls["client_cert_name"]
     assert tls["client_cert_error"] is None
 
 
