@@ -358,6 +358,14 @@ def test_a_handshake_that_never_comes_is_closed_after_ssl_handshake_timeout(serv
     assert server.stats()["failed_timeout"] == 1
 
 
+def test_the_request_head_deadline_bounds_the_handshake_too(serve):
+    # It runs from accept: a handshake longer than it is cut there.
+    server = serve(ssl_handshake_timeout=60, timeout_request_head=0.3)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
+        assert _read_until_closed(sock) == b""
+    assert server.stats()["failed_timeout"] == 1
+
+
 def test_a_stalled_handshake_is_closed_after_ssl_handshake_timeout(serve):
     # The ClientHello's first bytes, then nothing.
     server = serve(ssl_handshake_timeout=0.3, timeout_request_head=60)
