@@ -345,6 +345,35 @@ def test_plaintext_http_to_the_tls_port_is_closed_without_an_http_answer(serve):
     assert peer_cert(server.port, _tls_client(server))
 
 
+def test_failed_handshakes_are_logged_at_debug_only(serve):
+    server = serve(log_level="debug")
+    records = Records()
+    logger = logging.getLogger("ferroloop.error")
+    logger.addHandler(records)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            _read_until_closed(sock)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
+            context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+            trustme.CA().configure_trust(context)  # not the server's CA: the client refuses
+            with pytest.raises(ssl.SSLError):
+                context.wrap_socket(sock, server_hostname="127.0.0.1")
+        # The client's alert reaches the server after the client raised.
+        deadline = time.monotonic() + PROMPT
+        while server.stats()["failed_handshake"] == 0:
+            assert time.monotonic() < deadline, server.stats()
+            time.sleep(0.01)
+    finally:
+        logger.removeHandler(records)
+    closed = [m for m in records.messages if "Connection closed" in m]
+    assert any(m.startswith("DEBUG") and "not TLS" in m for m in closed), records.messages
+    assert any(m.startswith("DEBUG") and "TLS handshake failed" in m for m in closed), records.messages
+    assert not [m for m in records.messages if m.startswith(("WARNING", "ERROR"))], records.messages
+    stats = server.stats()
+    assert (stats["failed_not_tls"], stats["failed_handshake"]) == (1, 1), stats
+
+
 def _tls_client(server) -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     _tls.authority().configure_trust(context)
