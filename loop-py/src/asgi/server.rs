@@ -201,7 +201,7 @@ impl HttpServer {
                 },
             );
             if s.tls.is_some() {
-                shortest = shortest.min(s.ssl_handshake_timeout);
+                shortest = shortest.min(s.tls_handshake_timeout);
             }
             // WebSocket pings and their timeouts are the sweep's too.
             if let Some(ws) = &s.ws {

@@ -130,7 +130,7 @@ impl HttpConnection {
         };
         let base_context = crate::pyapi::copy_current_context(py)?.unbind();
         let now = clock::monotonic();
-        let handshake_deadline = now + settings.ssl_handshake_timeout;
+        let handshake_deadline = now + settings.tls_handshake_timeout;
         Ok(HttpConnection {
             base_context,
             client: super::dispatch::addr_tuple(py, &peer, false)?,
