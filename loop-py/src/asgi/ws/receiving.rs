@@ -24,8 +24,12 @@ use crate::asgi::app_task::AppTask;
 use crate::event_loop::Loop;
 use crate::pyapi;
 use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTypeMethods;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 enum State {
     /// The event, taken from the session when `receive()` was called (or
@@ -48,10 +52,12 @@ pub struct Receiving {
     state: State,
 }
 
-/// `StopIteration(value)`: how `__next__` returns a value. A non-tuple
-/// value is taken as it is by the interpreter (not normalized).
-fn returned(value: Py<PyAny>) -> PyErr {
-    PyStopIteration::new_err(value)
+/// What a step gives its driver.
+enum Step {
+    /// Wait on this (ourselves for the `AppTask`, else a loop future).
+    Yield(Py<PyAny>),
+    /// The `await` is over with this value.
+    Return(Py<PyAny>),
 }
 
 impl Receiving {
@@ -75,25 +81,27 @@ impl Receiving {
     }
 
     /// One step: return the event, or yield what the driver waits on.
-    fn advance(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+    fn advance(slf: &Bound<'_, Self>) -> PyResult<Step> {
         let py = slf.py();
         let state = std::mem::replace(&mut slf.borrow_mut().state, State::Done);
         match state {
-            State::Ready(event) => Err(returned(event)),
+            State::Ready(event) => Ok(Step::Return(event)),
             State::Idle => Self::first_wait(slf),
             State::Waiting => {
                 // Resumed before the event came (a spurious send): wait on.
                 slf.borrow_mut().state = State::Waiting;
-                Ok(slf.clone().into_any().unbind())
+                Ok(Step::Yield(slf.clone().into_any().unbind()))
             }
             State::Future(future) => {
                 let fut = future.bind(py);
                 if !fut.call_method0(intern!(py, "done"))?.is_truthy()? {
                     fut.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
                     slf.borrow_mut().state = State::Future(future.clone_ref(py));
-                    return Ok(future);
+                    return Ok(Step::Yield(future));
                 }
-                Err(returned(fut.call_method0(intern!(py, "result"))?.unbind()))
+                Ok(Step::Return(
+                    fut.call_method0(intern!(py, "result"))?.unbind(),
+                ))
             }
             State::Cancelled(msg) => {
                 let err = match msg {
@@ -109,12 +117,12 @@ impl Receiving {
     }
 
     /// Awaited with nothing taken yet: take what arrived since, or wait.
-    fn first_wait(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+    fn first_wait(slf: &Bound<'_, Self>) -> PyResult<Step> {
         let py = slf.py();
         let session = slf.borrow().session.clone_ref(py);
         let session = session.bind(py);
         if let Some(event) = session::poll(session)? {
-            return Err(returned(event.into_any().unbind()));
+            return Ok(Step::Return(event.into_any().unbind()));
         }
         let (task, event_loop) = {
             let me = session.borrow();
@@ -128,13 +136,13 @@ impl Receiving {
         if direct {
             session::wait_with(session, slf.clone().into_any().unbind())?;
             slf.borrow_mut().state = State::Waiting;
-            return Ok(slf.clone().into_any().unbind());
+            return Ok(Step::Yield(slf.clone().into_any().unbind()));
         }
         let future = Loop::create_future(event_loop.bind(py))?;
         session::wait_with(session, future.clone().unbind())?;
         future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
         slf.borrow_mut().state = State::Future(future.clone().unbind());
-        Ok(future.unbind())
+        Ok(Step::Yield(future.unbind()))
     }
 
     /// Leave the session's waiter slot if we hold it (thrown into, closed).
@@ -161,14 +169,19 @@ impl Receiving {
         slf
     }
 
+    /// `next()`; the interpreter's `await` and task steps use the
+    /// `am_send` slot instead ([`install_send_slot`]).
     fn __next__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        Self::advance(slf)
+        match Self::advance(slf)? {
+            Step::Yield(obj) => Ok(obj),
+            Step::Return(value) => Err(PyStopIteration::new_err((value,))),
+        }
     }
 
     /// Drivers send None; a value is ignored (the event is the session's).
     fn send(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let _ = value;
-        Self::advance(slf)
+        Self::__next__(slf)
     }
 
     #[pyo3(signature = (typ, val=None, tb=None))]
@@ -243,4 +256,56 @@ pub(super) fn resume_task(task: &Bound<'_, PyAny>, now: bool) -> PyResult<()> {
             Ok(())
         }
     }
+}
+
+/// `am_send`: `PyIter_Send` (what `await` and task steps call) gets the
+/// event as a return value, not as a `StopIteration` raised, normalized
+/// and caught for every message.
+unsafe extern "C" fn am_send(
+    iter: *mut ffi::PyObject,
+    _arg: *mut ffi::PyObject,
+    result: *mut *mut ffi::PyObject,
+) -> ffi::PySendResult {
+    // SAFETY: the interpreter calls slots attached, with `iter` a live
+    // instance of the type the slot is installed on.
+    let py = unsafe { Python::assume_attached() };
+    let obj = unsafe { Bound::from_borrowed_ptr(py, iter) };
+    let stepped = catch_unwind(AssertUnwindSafe(|| match obj.cast::<Receiving>() {
+        Ok(slf) => Receiving::advance(slf),
+        Err(e) => Err(PyErr::from(e)),
+    }));
+    let (status, value) = match stepped {
+        Ok(Ok(Step::Yield(v))) => (ffi::PySendResult::PYGEN_NEXT, v.into_ptr()),
+        Ok(Ok(Step::Return(v))) => (ffi::PySendResult::PYGEN_RETURN, v.into_ptr()),
+        Ok(Err(e)) => {
+            e.restore(py);
+            (ffi::PySendResult::PYGEN_ERROR, std::ptr::null_mut())
+        }
+        Err(_) => {
+            PyRuntimeError::new_err("panic in receive()'s awaitable").restore(py);
+            (ffi::PySendResult::PYGEN_ERROR, std::ptr::null_mut())
+        }
+    };
+    // SAFETY: `result` is the caller's out-pointer; it owns the new
+    // reference (NEXT/RETURN) or gets NULL with an exception set (ERROR).
+    unsafe { *result = value };
+    status
+}
+
+/// Give the type its `am_send` slot (once): PyO3 has no method for it.
+pub(super) fn install_send_slot(py: Python<'_>) {
+    static DONE: PyOnceLock<()> = PyOnceLock::new();
+    DONE.get_or_init(py, || {
+        let tp = py.get_type::<Receiving>().as_type_ptr();
+        // SAFETY: `tp` is our heap type, alive for the interpreter; it has
+        // an async-methods table (it defines `__await__`) that belongs to
+        // the type object itself. Setting `am_send` before any instance is
+        // sent to only adds a faster path to the same behaviour.
+        unsafe {
+            let table = (*tp).tp_as_async;
+            if !table.is_null() {
+                (*table).am_send = Some(am_send);
+            }
+        }
+    });
 }

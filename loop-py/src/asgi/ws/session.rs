@@ -260,6 +260,7 @@ pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, P
         ));
     }
     drop(pending);
+    receiving::install_send_slot(py);
     let session = slf.clone().unbind();
     let receiving = match poll(slf)? {
         Some(event) => Receiving::ready(session, event.into_any().unbind()),
