@@ -193,7 +193,6 @@ impl Receiving {
     ) -> PyResult<Py<PyAny>> {
         let _ = tb;
         Self::withdraw(slf)?;
-        let py = slf.py();
         let err = if typ.is_instance_of::<pyo3::exceptions::PyBaseException>() {
             typ.clone()
         } else {
@@ -203,7 +202,6 @@ impl Receiving {
                 None => typ.call0()?,
             }
         };
-        let _ = py;
         Err(PyErr::from_value(err))
     }
 
