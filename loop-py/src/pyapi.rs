@@ -36,6 +36,7 @@ cached_attr!(cancelled_error, "asyncio", "CancelledError");
 cached_attr!(invalid_state_error, "asyncio", "InvalidStateError");
 cached_attr!(enter_task, "asyncio.tasks", "_enter_task");
 cached_attr!(leave_task, "asyncio.tasks", "_leave_task");
+cached_attr!(current_task, "asyncio", "current_task");
 
 /// `("loop",)`: keyword names for `Future(loop=…)` calls.
 pub fn kwnames_loop(py: Python<'_>) -> &Bound<'_, PyTuple> {

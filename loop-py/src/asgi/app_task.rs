@@ -13,6 +13,7 @@
 //! and not in `asyncio.all_tasks()` (README: differences).
 
 use super::kind::TaskOwner;
+use super::ws::Receiving;
 use crate::event_loop::Loop;
 use crate::pyapi;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
@@ -98,6 +99,12 @@ impl AppTask {
 
     pub(super) fn is_done(&self) -> bool {
         !matches!(self.outcome, Outcome::Pending)
+    }
+
+    /// Step again now: what the task waits on (a native awaitable, which
+    /// resumes the task itself) is ready, and no task is running.
+    pub(super) fn resume(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Self::step(slf, None)
     }
 
     /// `asyncio.Task.__step`.
@@ -267,6 +274,26 @@ impl AppTask {
             event_loop
                 .bind(py)
                 .call_method1(intern!(py, "call_soon"), (again,))?;
+            return Ok(());
+        }
+        if obj.is_instance_of::<Receiving>() {
+            // A native `receive()` awaitable: it resumes the task itself
+            // (no done callback); it is the waiter `cancel()` cancels.
+            let (must_cancel, msg) = {
+                let mut me = slf.borrow_mut();
+                me.fut_waiter = Some(obj.clone().unbind());
+                (
+                    me.must_cancel,
+                    me.cancel_message.as_ref().map(|m| m.clone_ref(py)),
+                )
+            };
+            if must_cancel
+                && obj
+                    .call_method1(intern!(py, "cancel"), (msg,))?
+                    .is_truthy()?
+            {
+                slf.borrow_mut().must_cancel = false;
+            }
             return Ok(());
         }
         let blocking = obj.getattr_opt(intern!(py, "_asyncio_future_blocking"))?;

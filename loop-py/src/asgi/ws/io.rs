@@ -50,7 +50,7 @@ pub(super) fn attach(
         slf.getattr(intern!(py, "_on_writable"))?.unbind(),
     );
     slf.borrow_mut().callbacks = Some(callbacks);
-    after_input(slf)?;
+    after_input(slf, false)?;
     // Accepted while the server drains (HTTP waited for this response).
     if shared.borrow(py).draining {
         drain(slf)?;
@@ -60,7 +60,7 @@ pub(super) fn attach(
 
 /// After input or a timer: write what the session produced (pongs, a
 /// close), hand the app what arrived, end a closed session.
-fn after_input(slf: &Bound<'_, WsSession>) -> PyResult<()> {
+fn after_input(slf: &Bound<'_, WsSession>, from_read: bool) -> PyResult<()> {
     {
         let mut guard = slf.borrow_mut();
         let me = &mut *guard;
@@ -75,7 +75,7 @@ fn after_input(slf: &Bound<'_, WsSession>) -> PyResult<()> {
             }
         }
     }
-    session::wake_receiver(slf)?;
+    session::wake_receiver(slf, from_read)?;
     flush(slf)
 }
 
@@ -88,7 +88,7 @@ pub(super) fn resume_input(slf: &Bound<'_, WsSession>) -> PyResult<()> {
             ws.receive(&[], clock::monotonic());
         }
     }
-    after_input(slf)
+    after_input(slf, false)
 }
 
 /// The app's frames are in `out`: leave them to the end of the tick (every
@@ -337,7 +337,7 @@ pub(super) fn drain(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     // A session closing already (or gone) needs no 1012.
     let _ = close(slf, CloseCode::SERVICE_RESTART.0, "");
     slf.borrow_mut().end(CloseCode::SERVICE_RESTART.0, "");
-    session::wake_receiver(slf)?;
+    session::wake_receiver(slf, false)?;
     session::fail_sender(slf)
 }
 
@@ -370,7 +370,7 @@ pub(super) fn check_timers(slf: &Bound<'_, WsSession>, now: f64) -> PyResult<()>
     };
     match action {
         TimerAction::Nothing => Ok(()),
-        TimerAction::Output => after_input(slf),
+        TimerAction::Output => after_input(slf, false),
         TimerAction::Abort => lose(slf),
     }
 }
@@ -423,7 +423,7 @@ pub(super) fn lose(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     }
     let callbacks = slf.borrow_mut().callbacks.take();
     drop(callbacks);
-    session::wake_receiver(slf)?;
+    session::wake_receiver(slf, false)?;
     session::fail_sender(slf)?;
     if shared.borrow(py).debug_on() {
         let line = format!(
@@ -477,7 +477,8 @@ impl WsSession {
         if lost {
             return lose(slf);
         }
-        after_input(slf)
+        // The read callback: no task runs, a waiting app resumes at once.
+        after_input(slf, true)
     }
 
     fn _on_writable(slf: &Bound<'_, Self>) -> PyResult<()> {

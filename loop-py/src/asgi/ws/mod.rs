@@ -15,13 +15,16 @@
 //! - [`io`]: the socket after the `101`: reading, writing, backpressure,
 //!   timers, drain and how the connection ends.
 //! - [`calls`]: the `receive`/`send` callables the app gets.
+//! - [`receiving`]: the native awaitable `receive()` returns.
 
 mod calls;
 mod decode;
 mod io;
+mod receiving;
 mod session;
 
 pub(super) use calls::{WsReceive, WsSend};
+pub(super) use receiving::Receiving;
 pub(super) use session::{http_lost, WsSession};
 
 use super::kind::{ConnHandle, TaskOwner};

@@ -13,6 +13,7 @@
 //! across a call into Python.
 
 use super::decode::{self, Data, Decoded, WsMessage};
+use super::receiving::{self, Receiving};
 use super::{io, Denial, Handshake};
 use crate::asgi::settings::WRITE_HIGH;
 use crate::asgi::shared::ServerShared;
@@ -203,6 +204,9 @@ pub(super) fn client_disconnected() -> PyErr {
 type Delivered<'py> = (Option<Bound<'py, PyDict>>, Option<Vec<u8>>);
 
 fn event_dict<'py>(py: Python<'py>, event: Event) -> PyResult<Delivered<'py>> {
+    if matches!(event, Event::AfterDisconnect | Event::Wait) {
+        return Ok((None, None));
+    }
     let msg = PyDict::new(py);
     let mut spare = None;
     match event {
@@ -234,22 +238,14 @@ fn event_dict<'py>(py: Python<'py>, event: Event) -> PyResult<Delivered<'py>> {
     Ok((Some(msg), spare))
 }
 
+/// Whether a `receive()` waits: a future not done yet, or a registered
+/// [`Receiving`] (registered only while it waits).
 fn is_pending(waiter: &Option<Py<PyAny>>, py: Python<'_>) -> PyResult<bool> {
     match waiter {
+        Some(w) if w.bind(py).is_instance_of::<Receiving>() => Ok(true),
         Some(w) => Ok(!w.bind(py).call_method0(intern!(py, "done"))?.is_truthy()?),
         None => Ok(false),
     }
-}
-
-fn done_future<'py>(
-    slf: &Bound<'py, WsSession>,
-    value: Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = slf.py();
-    let event_loop = slf.borrow().event_loop.clone_ref(py);
-    let future = Loop::create_future(event_loop.bind(py))?;
-    future.call_method1(intern!(py, "set_result"), (value,))?;
-    Ok(future)
 }
 
 pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, PyAny>> {
@@ -264,6 +260,18 @@ pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, P
         ));
     }
     drop(pending);
+    receiving::install_send_slot(py);
+    let session = slf.clone().unbind();
+    let receiving = match poll(slf)? {
+        Some(event) => Receiving::ready(session, event.into_any().unbind()),
+        None => Receiving::idle(session),
+    };
+    Ok(Bound::new(py, receiving)?.into_any())
+}
+
+/// The event a `receive()` gets now, if one is there; after the
+/// `websocket.disconnect`, `ClientDisconnected`.
+pub(super) fn poll<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Option<Bound<'py, PyDict>>> {
     let (msg, resume) = take_event(slf)?;
     io::settle(slf)?;
     match msg {
@@ -272,21 +280,52 @@ pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, P
                 // Room in the queue again: decode what waits, read on.
                 io::resume_input(slf)?;
             }
-            done_future(slf, msg.into_any())
+            Ok(Some(msg))
         }
         None if slf.borrow().disconnect_delivered => Err(ClientDisconnected::new_err(
             "receive() after 'websocket.disconnect' was received",
         )),
-        None => {
-            let event_loop = slf.borrow().event_loop.clone_ref(py);
-            let future = Loop::create_future(event_loop.bind(py))?;
-            let old = slf
-                .borrow_mut()
-                .receive_waiter
-                .replace(future.clone().unbind());
-            drop(old);
-            Ok(future)
+        None => Ok(None),
+    }
+}
+
+/// A `receive()` waits on `waiter` (a future, or a [`Receiving`] its
+/// task waits on) for the next event.
+pub(super) fn wait_with(slf: &Bound<'_, WsSession>, waiter: Py<PyAny>) -> PyResult<()> {
+    let py = slf.py();
+    let pending = slf
+        .borrow()
+        .receive_waiter
+        .as_ref()
+        .map(|w| w.clone_ref(py));
+    if is_pending(&pending, py)? {
+        return Err(PyRuntimeError::new_err(
+            "receive() awaited while another receive() is pending",
+        ));
+    }
+    let old = slf.borrow_mut().receive_waiter.replace(waiter);
+    drop(old);
+    Ok(())
+}
+
+/// A waiting [`Receiving`] gives up its place (cancelled, thrown into).
+pub(super) fn stop_waiting(slf: &Bound<'_, WsSession>, receiving: &Bound<'_, PyAny>) {
+    let old = {
+        let mut me = slf.borrow_mut();
+        match &me.receive_waiter {
+            Some(w) if w.bind(slf.py()).is(receiving) => me.receive_waiter.take(),
+            _ => None,
         }
+    };
+    drop(old);
+}
+
+/// The session's task goes on at the loop's next turn.
+pub(super) fn step_soon(slf: &Bound<'_, WsSession>) -> PyResult<()> {
+    let task = slf.borrow().task.as_ref().map(|t| t.clone_ref(slf.py()));
+    match task {
+        Some(task) => receiving::resume_task(task.bind(slf.py()), false),
+        None => Ok(()),
     }
 }
 
@@ -305,7 +344,9 @@ fn take_event<'py>(slf: &Bound<'py, WsSession>) -> PyResult<(Option<Bound<'py, P
 }
 
 /// A waiting `receive()` gets what arrived (a message, the disconnect).
-pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>) -> PyResult<()> {
+/// `now`: called from the read callback, where no task runs, so a task
+/// waiting on a [`Receiving`] is resumed at once.
+pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>, now: bool) -> PyResult<()> {
     let py = slf.py();
     let waiter = slf
         .borrow()
@@ -327,9 +368,23 @@ pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     };
     let old = slf.borrow_mut().receive_waiter.take();
     drop(old);
-    waiter.call_method1(py, intern!(py, "set_result"), (msg,))?;
-    if resume {
-        io::resume_input(slf)?;
+    match waiter.bind(py).cast::<Receiving>() {
+        Ok(receiving) => {
+            receiving.borrow_mut().deliver(msg.into_any().unbind());
+            if resume {
+                io::resume_input(slf)?;
+            }
+            let task = slf.borrow().task.as_ref().map(|t| t.clone_ref(py));
+            if let Some(task) = task {
+                receiving::resume_task(task.bind(py), now)?;
+            }
+        }
+        Err(_) => {
+            waiter.call_method1(py, intern!(py, "set_result"), (msg,))?;
+            if resume {
+                io::resume_input(slf)?;
+            }
+        }
     }
     io::settle(slf)
 }
@@ -415,7 +470,7 @@ pub(super) fn send<'py>(
             if side.respond(py, Denial::Body { data, more })? {
                 finish_handshake(slf, "websocket.http.response.body");
                 // A pending receive() gets its `websocket.disconnect`.
-                wake_receiver(slf)?;
+                wake_receiver(slf, false)?;
             }
         }
         (Stage::Denying, _) => {
@@ -432,7 +487,7 @@ pub(super) fn send<'py>(
                 me.finished_by = Some("websocket.close");
                 me.end(code, &reason);
             }
-            wake_receiver(slf)?;
+            wake_receiver(slf, false)?;
         }
         (Stage::Open, _) => {
             return Err(protocol_error(format!(
@@ -559,7 +614,7 @@ fn forbid(slf: &Bound<'_, WsSession>) -> PyResult<()> {
     )?;
     finish_handshake(slf, "websocket.close");
     log_access(slf, "403")?;
-    wake_receiver(slf)
+    wake_receiver(slf, false)
 }
 
 fn send_data<'py>(slf: &Bound<'py, WsSession>, data: Data<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -625,7 +680,7 @@ pub(in crate::asgi) fn http_lost(slf: &Bound<'_, WsSession>) -> PyResult<()> {
         me.side.take()
     };
     drop(side);
-    wake_receiver(slf)?;
+    wake_receiver(slf, false)?;
     fail_sender(slf)
 }
 
