@@ -11,8 +11,10 @@
 //! close. `wrk` cannot measure full handshakes: it resumes the previous
 //! session on every reconnect. So by default every connection shares one
 //! rustls `ClientConfig` with `Resumption::disabled()` (each handshake is a
-//! full one); with `--resume` the config keeps rustls' in-memory ticket
-//! cache, so after the first handshake of each thread the rest resume.
+//! full one); with `--resume` each thread has its own config keeping
+//! rustls' in-memory ticket cache (one shared cache would let 16 threads race
+//! for the same single-use TLS 1.3 tickets), so after the first handshake of
+//! each thread the rest resume.
 //!
 //! The server's certificate is *not* verified (a verifier that accepts
 //! everything): the benchmark measures the server's cost per handshake, and
@@ -140,7 +142,8 @@ fn one(opts: &Options, config: &Arc<ClientConfig>, request: &[u8]) -> Result<boo
     tcp.set_read_timeout(Some(IO_TIMEOUT))
         .map_err(|e| format!("socket: {e}"))?;
     let mut tls = StreamOwned::new(conn, tcp);
-    tls.write_all(request).map_err(|e| format!("handshake/write: {e}"))?;
+    tls.write_all(request)
+        .map_err(|e| format!("handshake/write: {e}"))?;
     let mut response = Vec::with_capacity(512);
     match tls.read_to_end(&mut response) {
         Ok(_) => {}
@@ -180,11 +183,16 @@ fn worker(opts: &Options, config: &Arc<ClientConfig>, shared: &Shared) {
 
 pub fn main(args: &[String]) -> Result<(), String> {
     let opts = Arc::new(parse(args)?);
-    let config = config(opts.resume);
+    let shared_config = config(opts.resume);
     let shared = Arc::new(Shared::default());
     let threads: Vec<_> = (0..opts.conns)
         .map(|_| {
-            let (opts, config, shared) = (opts.clone(), config.clone(), shared.clone());
+            let config = if opts.resume {
+                config(true)
+            } else {
+                shared_config.clone()
+            };
+            let (opts, shared) = (opts.clone(), shared.clone());
             thread::spawn(move || worker(&opts, &config, &shared))
         })
         .collect();
