@@ -67,10 +67,14 @@ struct Tls(TlsSession);
 
 impl ByteLayer for Tls {
     fn decode(&mut self, wire: &[u8], app: &mut Vec<u8>) -> Result<(), LayerError> {
-        self.0.decode(wire, app).map_err(|e| Box::new(e) as LayerError)
+        self.0
+            .decode(wire, app)
+            .map_err(|e| Box::new(e) as LayerError)
     }
     fn encode(&mut self, app: &[u8], wire: &mut Vec<u8>) -> Result<(), LayerError> {
-        self.0.encode(app, wire).map_err(|e| Box::new(e) as LayerError)
+        self.0
+            .encode(app, wire)
+            .map_err(|e| Box::new(e) as LayerError)
     }
     fn take_output(&mut self, wire: &mut Vec<u8>) {
         self.0.take_output(wire);
