@@ -138,7 +138,8 @@ def tls_config(certs: CertFiles, *, ca_certs: str | None = None, cert_reqs: int 
         config = ferroloop.Config(app, **ssl, **settings)
     except ValueError:
         config = ferroloop.Config(app, **settings)
-        config._test_tls = (str(certs.certfile), str(certs.keyfile), ca_certs, cert_reqs)
+    # Used only when the native settings did not load TLS from `ssl`.
+    config._test_tls = (str(certs.certfile), str(certs.keyfile), ca_certs, cert_reqs)
     if handshake_timeout is not None:
         config.ssl_handshake_timeout = handshake_timeout
     return config
