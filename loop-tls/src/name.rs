@@ -73,3 +73,26 @@ fn escape(value: &str, out: &mut String) {
         out.push(c);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    fn escaped(value: &str) -> String {
+        let mut out = String::new();
+        escape(value, &mut out);
+        out
+    }
+
+    #[test]
+    fn rfc4514_escapes() {
+        assert_eq!(escaped("plain"), "plain");
+        assert_eq!(
+            escaped("a,b+c;d<e>f\"g\\h"),
+            "a\\,b\\+c\\;d\\<e\\>f\\\"g\\\\h"
+        );
+        assert_eq!(escaped("#lead"), "\\#lead");
+        assert_eq!(escaped(" both "), "\\ both\\ ");
+        assert_eq!(escaped("mid#dle"), "mid#dle");
+    }
+}
