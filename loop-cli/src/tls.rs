@@ -23,8 +23,9 @@ pub struct TlsInputs {
     pub crls: Vec<PathBuf>,
     /// `"1.2"` or `"1.3"`.
     pub min_version: String,
-    /// `HOST=CERTFILE:KEYFILE` each.
-    pub sni: Vec<String>,
+    /// Certificates by SNI host (`HOST=CERTFILE:KEYFILE` on the command
+    /// line, [`parse_sni`]).
+    pub sni: Vec<SniCert>,
 }
 
 /// The defaults of the rows that ask for TLS only when changed.
@@ -194,15 +195,27 @@ pub fn tls_settings(inputs: &TlsInputs) -> Result<Option<TlsSettings>, TlsSettin
     }
     let min_version = min_version(*version, min)?;
     let mut sni_certs: Vec<SniCert> = Vec::with_capacity(sni.len());
-    for entry in sni {
-        let cert = parse_sni(entry).map_err(|e| error("ssl_sni", format!("{e}, got {entry:?}")))?;
-        if sni_certs.iter().any(|c| c.host == cert.host) {
+    for cert in sni {
+        let host = cert.host.trim().to_ascii_lowercase();
+        if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c.is_control()) {
             return Err(error(
                 "ssl_sni",
-                format!("host {:?} is given twice", cert.host),
+                format!("expected a host name, got {:?}", cert.host),
             ));
         }
-        sni_certs.push(cert);
+        if cert.certfile.as_os_str().is_empty() || cert.keyfile.as_os_str().is_empty() {
+            return Err(error(
+                "ssl_sni",
+                format!("host {host:?}: expected a certificate file and a key file"),
+            ));
+        }
+        if sni_certs.iter().any(|c| c.host == host) {
+            return Err(error("ssl_sni", format!("host {host:?} is given twice")));
+        }
+        sni_certs.push(SniCert {
+            host,
+            ..cert.clone()
+        });
     }
     Ok(Some(TlsSettings {
         certfile,
@@ -248,7 +261,11 @@ impl TlsInputs {
             ciphers: text("ssl_ciphers").unwrap_or_else(|| DEFAULT_CIPHERS.to_owned()),
             crls: list("ssl_crl").into_iter().map(PathBuf::from).collect(),
             min_version: text("ssl_min_version").unwrap_or_else(|| DEFAULT_MIN_VERSION.to_owned()),
-            sni: list("ssl_sni"),
+            // Each entry parsed when it was given (`Item::Sni`).
+            sni: list("ssl_sni")
+                .iter()
+                .filter_map(|e| parse_sni(e).ok())
+                .collect(),
         }
     }
 }
@@ -394,7 +411,7 @@ mod tests {
             assert!(parse_sni(bad).is_err(), "{bad}");
         }
         let twice = TlsInputs {
-            sni: vec!["a=c:k".into(), "A=c2:k2".into()],
+            sni: vec![parse_sni("a=c:k").unwrap(), parse_sni("A=c2:k2").unwrap()],
             ..with_cert()
         };
         assert_eq!(tls_settings(&twice).unwrap_err().setting, "ssl_sni");

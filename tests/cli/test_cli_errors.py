@@ -30,7 +30,7 @@ def usage_error(result) -> str:
         (["--uds", "/tmp/a.sock", "--fd", "3"], "'--uds' and '--fd' cannot be used together"),
         (["--workers", "4"], "option '--workers' is not supported yet: "),
         (["--reload"], "option '--reload' is not supported yet: "),
-        (["--ssl-certfile", "cert.pem"], "option '--ssl-certfile' is not supported yet: TLS lands with issue 15"),
+        (["--ssl-certfile", "cert.pem"], "invalid value for '--ssl-keyfile': --ssl-certfile needs --ssl-keyfile"),
         (["--interface", "wsgi"], "option '--interface' with 'wsgi' is not supported yet: "),
         (["--http2"], "option '--http2' is not supported yet: "),
         (["--env-file", "/no/such/.env"], "invalid value for '--env-file': cannot read '/no/such/.env': "),

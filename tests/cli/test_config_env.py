@@ -50,7 +50,7 @@ def test_from_env_ignored_and_unsupported(monkeypatch):
     monkeypatch.setenv("FERROLOOP_LOOP", "uvloop")
     with pytest.warns(UserWarning, match="FERROLOOP_LOOP is ignored"):
         ferroloop.Config.from_env(app)
-    monkeypatch.setenv("FERROLOOP_SSL_CERTFILE", "c.pem")
+    monkeypatch.setenv("FERROLOOP_HTTP2", "true")
     with pytest.raises(ValueError, match="not supported yet"):
         ferroloop.Config.from_env(app)
 
@@ -69,7 +69,7 @@ def test_headers_are_checked_at_config_time():
 def test_interface_wsgi_and_unsupported_keywords():
     with pytest.raises(ValueError, match="'wsgi' is not supported yet"):
         ferroloop.Config(app, interface="wsgi")
-    with pytest.raises(ValueError, match="ssl_certfile: not supported yet"):
+    with pytest.raises(ValueError, match="ssl_keyfile: ssl_certfile needs ssl_keyfile"):
         ferroloop.Config(app, ssl_certfile="c.pem")
     ferroloop.Config(app, ws="auto", ws_max_size=16 * 1024 * 1024)  # defaults pass
 

@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         print(f"Error: {exc}", file=sys.stderr)
         return EXIT_APP_ERROR
     try:
+        config.load_tls()  # before the app is imported and anything binds
+    except (OSError, ValueError) as exc:  # the message names the file
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_STARTUP_FAILED
+    try:
         config.load_app()  # before binding: a typo fails fast (Server reuses it)
     except AppLoadError as exc:
         print(f"Error loading ASGI app. {exc}", file=sys.stderr)

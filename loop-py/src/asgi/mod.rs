@@ -60,6 +60,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_check_forwarded_allow_ips, m)?)?;
     m.add_function(wrap_pyfunction!(_check_access_log_format, m)?)?;
     m.add_function(wrap_pyfunction!(_check_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(settings::_check_tls, m)?)?;
+    m.add_function(wrap_pyfunction!(settings::_load_tls, m)?)?;
     Ok(())
 }
 

@@ -10,10 +10,12 @@
 use super::proxy::Trust;
 use loop_cli::access_format::{AccessFormat, Field};
 use loop_http::{DefaultHeaders, Limits};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 pub struct Settings {
     pub limits: Limits,
@@ -48,8 +50,11 @@ pub struct Settings {
     /// `tls` loaded (files read and checked) when the settings were read,
     /// so a bad file fails before anything binds. A certificate reload
     /// builds a new one from `tls`; the server holds the current one.
+    /// (`Server.serve` also loads it once before binding, through
+    /// `_native._load_tls`, since the native server is made after the bind.)
     pub tls_config: Option<loop_tls::TlsConfig>,
-    /// Seconds a TLS handshake may take from accept (asyncio's name).
+    /// Seconds a TLS handshake may take from accept (`ssl_handshake_timeout`,
+    /// asyncio's name).
     pub ssl_handshake_timeout: f64,
 }
 
@@ -84,10 +89,18 @@ impl Settings {
         "ws_max_frame_size",
         "ws_max_queue_bytes",
         "ws_close_timeout",
+        "ssl_keyfile",
+        "ssl_certfile",
+        "ssl_keyfile_password",
+        "ssl_version",
+        "ssl_cert_reqs",
+        "ssl_ca_certs",
+        "ssl_ciphers",
+        "ssl_crl",
+        "ssl_min_version",
+        "ssl_handshake_timeout",
+        "ssl_sni",
     ];
-
-    /// asyncio's default `ssl_handshake_timeout`.
-    pub const DEFAULT_SSL_HANDSHAKE_TIMEOUT: f64 = 10.0;
 
     /// What `Server` sends when `server_header` is `True`.
     const PRODUCT: &'static [u8] = b"ferroloop";
@@ -132,6 +145,8 @@ impl Settings {
             max_body: get("max_body_size")?.extract()?,
             ..Limits::default()
         };
+        let tls = tls_settings(&get)?;
+        let tls_config = tls.as_ref().map(load_tls).transpose()?;
         let format: String = get("access_log_format")?.extract()?;
         let access_format = AccessFormat::parse(&format)
             .map_err(|e| PyValueError::new_err(format!("access_log_format: {e}")))?;
@@ -152,15 +167,9 @@ impl Settings {
             proxy,
             access_log: get("access_log")?.extract()?,
             ws: ws_config(&get)?,
-            tls: None,
-            tls_config: None,
-            // Read when the Config has it (the TLS settings' rows add it).
-            ssl_handshake_timeout: config
-                .getattr("ssl_handshake_timeout")
-                .and_then(|v| v.extract::<Option<f64>>())
-                .ok()
-                .flatten()
-                .unwrap_or(Self::DEFAULT_SSL_HANDSHAKE_TIMEOUT),
+            tls,
+            tls_config,
+            ssl_handshake_timeout: get("ssl_handshake_timeout")?.extract()?,
         })
     }
 }
@@ -188,6 +197,71 @@ fn ws_config<'py>(
         close_timeout: get("ws_close_timeout")?.extract()?,
         per_message_deflate: get("ws_per_message_deflate")?.extract()?,
     }))
+}
+
+/// `Settings::tls` from the `ssl_*` attributes (as `Config` keeps them:
+/// paths as `str`, `ssl_crl` a list, `ssl_sni` a dict `{host: (certfile,
+/// keyfile)}`); `None` for plaintext. The files are not read here.
+pub fn tls_settings<'py>(
+    get: &impl Fn(&'static str) -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Option<loop_tls::TlsSettings>> {
+    use loop_cli::tls::TlsInputs;
+    let sni: HashMap<String, (PathBuf, PathBuf)> = get("ssl_sni")?
+        .extract::<Option<HashMap<String, (PathBuf, PathBuf)>>>()?
+        .unwrap_or_default();
+    let mut sni: Vec<loop_tls::SniCert> = sni
+        .into_iter()
+        .map(|(host, (certfile, keyfile))| loop_tls::SniCert {
+            host,
+            certfile,
+            keyfile,
+        })
+        .collect();
+    sni.sort_by(|a, b| a.host.cmp(&b.host)); // a dict's order is not the point
+    let inputs = TlsInputs {
+        certfile: get("ssl_certfile")?.extract()?,
+        keyfile: get("ssl_keyfile")?.extract()?,
+        password: get("ssl_keyfile_password")?.extract()?,
+        ca_certs: get("ssl_ca_certs")?.extract()?,
+        cert_reqs: get("ssl_cert_reqs")?.extract()?,
+        version: get("ssl_version")?.extract()?,
+        ciphers: get("ssl_ciphers")?.extract()?,
+        crls: get("ssl_crl")?
+            .extract::<Option<Vec<PathBuf>>>()?
+            .unwrap_or_default(),
+        min_version: get("ssl_min_version")?.extract()?,
+        sni,
+    };
+    loop_cli::tls::tls_settings(&inputs).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Read and check every file `settings` names: `FileNotFoundError` for a
+/// file that is not there, `ValueError` for one that cannot be used; the
+/// message (loop-tls' `ConfigError`) names the file.
+pub fn load_tls(settings: &loop_tls::TlsSettings) -> PyResult<loop_tls::TlsConfig> {
+    loop_tls::TlsConfig::load(settings).map_err(|e| match &e {
+        loop_tls::ConfigError::File { path, .. } if !path.exists() => {
+            PyFileNotFoundError::new_err(e.to_string())
+        }
+        _ => PyValueError::new_err(e.to_string()),
+    })
+}
+
+/// `_check_tls(config)`: the `ssl_*` settings checked together (no file
+/// is read), a `ValueError` naming the setting.
+#[pyfunction]
+pub fn _check_tls(config: &Bound<'_, PyAny>) -> PyResult<()> {
+    tls_settings(&|name| config.getattr(name)).map(drop)
+}
+
+/// `_load_tls(config)`: the `ssl_*` files read and checked, as the server
+/// will (`Server.serve` calls it before binding).
+#[pyfunction]
+pub fn _load_tls(config: &Bound<'_, PyAny>) -> PyResult<()> {
+    match tls_settings(&|name| config.getattr(name))? {
+        Some(settings) => load_tls(&settings).map(drop),
+        None => Ok(()),
+    }
 }
 
 /// `headers` (name, value pairs) encoded as Latin-1 and validated as an

@@ -18,6 +18,7 @@ import math
 import os
 import socket
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import _native
@@ -170,6 +171,46 @@ def _check_access_log_format(row: dict[str, Any], value: Any) -> str:
     return value
 
 
+def _check_ssl_crl(row: dict[str, Any], value: Any) -> list[str]:
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]  # one file, as the command line's one flag
+    if not isinstance(value, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in value):
+        raise ValueError(f"ssl_crl: expected a list of paths, got {value!r}")
+    return [os.fspath(p) for p in value]
+
+
+def _check_ssl_sni(row: dict[str, Any], value: Any) -> dict[str, tuple[str, str]]:
+    """A mapping {host: (certfile, keyfile)}, or the command line's
+    `HOST=CERTFILE:KEYFILE` strings (split as the command line splits them)."""
+    if isinstance(value, (list, tuple)):
+        pairs = {}
+        for entry in value:
+            if not isinstance(entry, str) or "=" not in entry or ":" not in entry.partition("=")[2]:
+                raise ValueError(f"ssl_sni: expected HOST=CERTFILE:KEYFILE strings, got {entry!r}")
+            host, _, files = entry.partition("=")
+            certfile, _, keyfile = files.rpartition(":")
+            if host.lower() in pairs:
+                raise ValueError(f"ssl_sni: host {host.lower()!r} is given twice")
+            pairs[host.lower()] = (certfile, keyfile)
+        value = pairs
+    if not isinstance(value, Mapping):
+        raise ValueError(f"ssl_sni: expected a mapping {{host: (certfile, keyfile)}}, got {value!r}")
+    sni = {}
+    for host, files in value.items():
+        if (
+            not isinstance(host, str)
+            or not host.strip()
+            or not isinstance(files, (list, tuple))
+            or len(files) != 2
+            or not all(isinstance(f, (str, os.PathLike)) and os.fspath(f) for f in files)
+        ):
+            raise ValueError(f"ssl_sni: expected host: (certfile, keyfile), got {host!r}: {files!r}")
+        if host.strip().lower() in sni:
+            raise ValueError(f"ssl_sni: host {host.strip().lower()!r} is given twice")
+        sni[host.strip().lower()] = (os.fspath(files[0]), os.fspath(files[1]))
+    return sni
+
+
 #: Settings whose Python values are not just their kind's.
 _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "host": _check_host,
@@ -180,6 +221,8 @@ _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "access_log_format": _check_access_log_format,
     "log_config": lambda row, value: check_log_config(value),
     "headers": _check_headers,
+    "ssl_crl": _check_ssl_crl,
+    "ssl_sni": _check_ssl_sni,
 }
 
 #: The variables read for a setting besides `prefix` + its name (the
@@ -190,6 +233,8 @@ ENV_ALIASES = ("FORWARDED_ALLOW_IPS", "WEB_CONCURRENCY")
 #: What `None` means for a setting whose `None` is not kept as is.
 _NONE = {
     "forwarded_allow_ips": lambda: os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+    "ssl_crl": list,
+    "ssl_sni": dict,
 }
 
 
@@ -242,12 +287,21 @@ class ASGI2App:
         await instance(receive, send)
 
 
+_SSL_CONTEXT = (
+    "Config() got an unexpected keyword argument 'ssl': ferroloop serves TLS with rustls, and a Python "
+    "SSLContext's key cannot be taken out of it; pass ssl_certfile=..., ssl_keyfile=... (and "
+    "ssl_keyfile_password, ssl_ca_certs, ssl_cert_reqs, ssl_ciphers, ssl_crl, ssl_min_version, ssl_sni) instead"
+)
+
+
 class Config:
     """Settings of one `ferroloop.Server`. Unknown keywords raise
     `TypeError`; invalid values raise `ValueError` naming the setting.
     The keywords are `SETTINGS` (see `_config.pyi` for the signature)."""
 
     def __init__(self, app: Callable[..., Any] | str, **settings: Any) -> None:
+        if "ssl" in settings and "ssl" not in SETTINGS:
+            raise TypeError(_SSL_CONTEXT)
         for name in settings:
             if name not in SETTINGS:
                 raise TypeError(f"Config.__init__() got an unexpected keyword argument {name!r}")
@@ -265,6 +319,15 @@ class Config:
         # Checked here (not at start-up) so a bad list fails at construction.
         if self.proxy_headers:
             _native._check_forwarded_allow_ips(self.forwarded_allow_ips)
+        # The ssl_* settings together (certfile with keyfile, ...); the
+        # files are read at start-up, before binding (Server.serve).
+        _native._check_tls(self)
+
+    def load_tls(self) -> None:
+        """Read and check the ssl_* files, as the server will: raises
+        `FileNotFoundError` for a file that is not there and `ValueError`
+        for one that cannot be used, the message naming the file."""
+        _native._load_tls(self)
 
     @classmethod
     def from_env(cls, app: Callable[..., Any] | str, prefix: str = "FERROLOOP_", **overrides: Any) -> Config:

@@ -97,6 +97,10 @@ class Server:
         self._exit_event = asyncio.Event()
         if self._should_exit:
             self._exit_event.set()
+        # A bad certificate, key, CRL or password fails here, before the
+        # app starts up and anything binds (the native server loads the
+        # files again when it is made, after the bind).
+        config.load_tls()
         lifespan = Lifespan(app, config.lifespan)
         await lifespan.startup()
         try:
