@@ -6,6 +6,7 @@
     python bench/bench.py http  [COMMON] [--contenders a,b,...] [--workloads a,b,...]
                                 [--plaintext BIN]
     python bench/bench.py ws    [COMMON] [--contenders a,b,...] [--workloads a,b,...]
+    python bench/bench.py tls   [COMMON] [--client XTASK] [--contenders a,b,...] [--workloads a,b,...]
                                 [--client XTASK]
     python bench/bench.py all   [COMMON] [--client XTASK] [--plaintext BIN]
     python bench/bench.py compare OLD.json NEW.json [--threshold 0.10]
@@ -18,7 +19,7 @@ built it (the code before a change), interleaved with the others, and the
 report's paired ratios ferroloop/ferroloop-base.
 
 A suite writes SUITE-<timestamp>.json/.md and SUITE-latest.json/.md to --out
-and prints the markdown; `all` runs sched, echo, http and ws in turn.  Exit
+and prints the markdown; `all` runs sched, echo, http, ws and tls in turn.  Exit
 status: 0 when our contenders (asyncio and ferroloop; for http ferroloop and
 rust-plaintext; for ws ferroloop) measured and verified everything; 1 when one failed or could
 not be loaded (a peer's failure is only reported); 2 for bad usage.  Timings
@@ -32,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +50,9 @@ import http_suite
 import report
 import sched_report
 import sched_suite
+import tls_report
+import tls_servers
+import tls_suite
 import ws_report
 import ws_servers
 import ws_suite
@@ -56,14 +61,15 @@ from echo_workloads import WORKLOADS as ECHO_WORKLOADS
 from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
 from summary import SUBJECT, summarize_echo, summarize_http, summarize_sched, summarize_ws
+from tls_workloads import WORKLOADS as TLS_WORKLOADS
 from ws_workloads import WORKLOADS as WS_WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
-SUITES = ("sched", "echo", "http", "ws")
-DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3, "ws": 3}
-QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1, "ws": 1}
+SUITES = ("sched", "echo", "http", "ws", "tls")
+DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3, "ws": 3, "tls": 3}
+QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1, "ws": 1, "tls": 1}
 # `all --quick`: fewer rounds still, so the four suites take about 3 minutes.
-ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1, "ws": 1}
+ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1, "ws": 1, "tls": 1}
 QUICK_DIVISOR = 4
 
 
@@ -432,11 +438,73 @@ def run_ws(args: argparse.Namespace) -> int:
     return _finish("ws", started, args, result, ws_report.markdown(result), core=ws_servers.CORE)
 
 
+def _tls_progress(record: dict) -> None:
+    figures = (
+        f"{record['req_per_cpu_s']:,.0f}/CPU-s, {record['req_per_s']:,.0f}/s, "
+        f"server CPU {record['server_cpu_pct']:.0f}%"
+        if record["status"] == "ok"
+        else ""
+    )
+    print(_outcome(record, figures), file=sys.stderr, flush=True)
+
+
+def run_tls(args: argparse.Namespace) -> int:
+    """The TLS suite (tls_suite.py): keep-alive HTTPS with wrk, full and
+    resumed handshakes with `xtask tls-client`."""
+    try:
+        wrk = http_suite.ensure_wrk()
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if not _built_client(args):
+        return 1
+    contenders = _prepare(
+        args,
+        known=tls_servers.SERVERS,
+        dists=lambda names: {n: tls_servers.SERVERS[n].dists for n in names},
+        probe=lambda env, names: http_servers.probe(env, names, None),
+        core=tls_servers.CORE,
+    )
+    if contenders is None:
+        return 1
+    workloads = args.workloads or list(TLS_WORKLOADS)
+    rounds = _rounds(args, "tls")
+    timing = tls_suite.Timing(
+        warmup_s=tls_suite.QUICK_WARMUP_S if args.quick else tls_suite.WARMUP_S,
+        duration_s=tls_suite.QUICK_DURATION_S if args.quick else tls_suite.DURATION_S,
+    )
+    placement = http_suite.Placement(server_cpu=cpus.measured_cpu(), client_cpu=cpus.load_cpu())
+    started = time.time()
+    method = {
+        "rounds": rounds,
+        "quick": args.quick,
+        "warmup_s": timing.warmup_s,
+        "duration_s": timing.duration_s,
+        "conns": timing.conns,
+        "threads": timing.threads,
+        "handshake_conns": timing.handshake_conns,
+        "server_cpu": placement.server_cpu,
+        "client_cpu": placement.client_cpu,
+        "wrk": http_suite.wrk_version(wrk),
+        "settings": {s: tls_servers.SERVERS[s].settings for s in contenders.runnable},
+    }
+    result = _result("tls", started, args, contenders, method)
+    with tempfile.TemporaryDirectory(prefix="ferroloop-tls-bench-") as tmp:
+        certs = tls_servers.make_certs(Path(tmp))
+        records = tls_suite.run(
+            contenders.env, wrk, args.client, certs, contenders.runnable, workloads,
+            rounds, timing, placement, _tls_progress,
+        )  # fmt: skip
+    _complete(result, started, records, tls_report.summarize(records, contenders.runnable, workloads))
+    return _finish("tls", started, args, result, tls_report.markdown(result), core=tls_servers.CORE)
+
+
 def run_all(args: argparse.Namespace) -> int:
     """sched, echo, http and ws in turn, each as its own command would run
     it (all contenders and workloads); 1 when any of them returned 1."""
     status = 0
-    suites = (("sched", run_sched), ("echo", run_echo), ("http", run_http), ("ws", run_ws))
+    suites = (("sched", run_sched), ("echo", run_echo), ("http", run_http), ("ws", run_ws),
+              ("tls", run_tls))
     for suite, run in suites:
         print(f"== {suite}", file=sys.stderr, flush=True)
         suite_args = argparse.Namespace(**vars(args))
@@ -610,8 +678,24 @@ def main() -> int:
     )
     ws.set_defaults(func=run_ws)
 
+    tls = sub.add_parser(
+        "tls", parents=[common, client], help="the TLS suite (keep-alive HTTPS, handshakes)"
+    )
+    tls.add_argument(
+        "--contenders",
+        type=lambda s: _names(s, tls_servers.SERVERS, "server"),
+        help=f"comma-separated, default all: "
+        f"{','.join(s for s in tls_servers.SERVERS if s != BASE)} (and {BASE} with --baseline-wheel)",
+    )
+    tls.add_argument(
+        "--workloads",
+        type=lambda s: _names(s, TLS_WORKLOADS, "workload"),
+        help=f"comma-separated, default all: {','.join(TLS_WORKLOADS)}",
+    )
+    tls.set_defaults(func=run_tls)
+
     every = sub.add_parser(
-        "all", parents=[common, client, plaintext], help="sched, echo, http and ws in turn"
+        "all", parents=[common, client, plaintext], help="sched, echo, http, ws and tls in turn"
     )
     every.set_defaults(func=run_all)
 

@@ -1,4 +1,4 @@
-//! `cargo xtask …`: the project's task runner (std only but for the WebSocket client's sha1, base64 and flate2, so it builds fast).
+//! `cargo xtask …`: the project's task runner (std only but for the WebSocket client's sha1, base64 and flate2 and the TLS client's rustls, so it builds fast).
 //!
 //! | task | what it does |
 //! |---|---|
@@ -11,12 +11,14 @@
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
 //! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
 //! | `ws-client --addr HOST:PORT [ARGS]` | the WebSocket benchmark's load generator (`ws_client.rs`, its client-side codec `ws_wire.rs`) |
+//! | `tls-client --addr HOST:PORT [ARGS]` | the TLS handshake benchmark's load generator (`tls_client/`: rustls + ring, no resumption unless `--resume`) |
 //! | `gen-settings` | rewrite the files generated from loop-cli's settings table (the `Config` stub); `cargo test -p loop-cli` fails while they are stale |
 
 mod cmd;
 mod echo_client;
 mod pythons;
 mod tasks;
+mod tls_client;
 mod venv;
 mod wheel;
 mod ws_client;
@@ -28,7 +30,7 @@ const USAGE: &str =
     "usage: cargo xtask <demo|test [--python V] [--allow-missing-python] [--no-conformance]|\
                      develop [--python V]|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
                      check-versions|bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]|\
-                     ws-client --addr HOST:PORT [ARGS]|\
+                     ws-client --addr HOST:PORT [ARGS]|tls-client --addr HOST:PORT [ARGS]|\
                      gen-settings>";
 
 fn usage() -> String {
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         "bench" => tasks::bench(&rest),
         "echo-client" => echo_client::main(&rest),
         "ws-client" => ws_client::main(&rest),
+        "tls-client" => tls_client::main(&rest),
         "gen-settings" => tasks::gen_settings(),
         "-h" | "--help" | "help" => {
             println!("{}", usage());

@@ -272,7 +272,7 @@ fn build_plaintext_server(profile: &str) -> Result<Option<PathBuf>, String> {
 }
 
 /// The suites `bench` knows; without one it runs `all` of them.
-const BENCH_SUITES: &[&str] = &["sched", "echo", "http", "ws", "all", "compare"];
+const BENCH_SUITES: &[&str] = &["sched", "echo", "http", "ws", "tls", "all", "compare"];
 
 pub fn bench(args: &[String]) -> Result<(), String> {
     let venv = venv::ensure()?;
@@ -299,7 +299,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     if suite == "compare" {
         return cmd::run(run.args(rest));
     }
-    if matches!(suite, "echo" | "ws" | "all") {
+    if matches!(suite, "echo" | "ws" | "tls" | "all") {
         run.arg("--client").arg(build_echo_client()?);
     }
     if matches!(suite, "http" | "all") {
