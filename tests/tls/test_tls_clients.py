@@ -5,6 +5,7 @@ forced), httpx, aiohttp, ``curl --cacert``, ``openssl s_client`` and the
 from __future__ import annotations
 
 import asyncio
+import time
 import json
 import ssl
 import subprocess
@@ -218,4 +219,39 @@ def test_min_version_tls13_refuses_tls12(tls_server, tls_files):
     with pytest.raises(ssl.SSLError):
         tls_connect(srv.port, client_context(tls_files, version=ssl.TLSVersion.TLSv1_2))
     assert https_get(srv.port, client_context(tls_files, version=ssl.TLSVersion.TLSv1_3))[2] == b"hello"
+    assert srv.error_lines() == []
+
+
+@pytest.mark.ferroloop_only
+def test_wss_scope(tls_server, tls_files):
+    srv = tls_server()
+    with ws_connect(f"wss://localhost:{srv.port}/scope", ssl=client_context(tls_files), open_timeout=IO_TIMEOUT) as ws:
+        scope = json.loads(ws.recv(timeout=IO_TIMEOUT))
+    assert scope["scheme"] == "wss"
+    assert scope["tls"] is not None and scope["tls"]["tls_version"] in (0x0303, 0x0304), scope
+
+
+def test_plaintext_websocket_url_to_the_tls_port_fails(tls_server, tls_files):
+    srv = tls_server()
+    with pytest.raises(Exception):
+        with ws_connect(f"ws://127.0.0.1:{srv.port}/echo", open_timeout=IO_TIMEOUT):
+            pass
+    assert srv.error_lines() == []
+
+
+@pytest.mark.ferroloop_only
+def test_failed_handshakes_are_logged_at_debug(tls_server, tls_files):
+    from tls_support import assert_handshake_fails
+
+    srv = tls_server(ssl_ca_certs=tls_files.ca, ssl_cert_reqs=2, log_level="debug")
+    assert_handshake_fails(srv.port, client_context(tls_files, cert=tls_files.rogue_client, key=tls_files.rogue_client_key))
+    assert_handshake_fails(srv.port, client_context(tls_files))
+
+    def debug_lines():
+        return [line for line in srv.output().splitlines() if line.startswith("DEBUG") and "handshake" in line.lower()]
+
+    deadline = time.monotonic() + IO_TIMEOUT
+    while len(debug_lines()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(debug_lines()) >= 2, f"no debug line per failed handshake:\n{srv.output()}"
     assert srv.error_lines() == []

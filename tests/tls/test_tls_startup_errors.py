@@ -43,6 +43,8 @@ def cases(f, tmp: Path) -> dict:
             f.server_legacy_key,
             ("legacy", "proc-type", "pkcs#8", "pkcs8"),
         ),
+        # uvicorn's 3 is ssl.PROTOCOL_TLSv1: a version rustls cannot do.
+        "ssl-version-tls1": ({**base, "ssl_version": 3}, "ssl-version", ("tls", "version")),
         "unknown-cipher": ({**base, "ssl_ciphers": "TLS_NO_SUCH_CIPHER"}, "TLS_NO_SUCH_CIPHER", ()),
     }
 
@@ -58,6 +60,7 @@ CASES = [
     "bad-crl",
     "bad-ca-file",
     "legacy-encrypted-key",
+    "ssl-version-tls1",
     "unknown-cipher",
 ]
 

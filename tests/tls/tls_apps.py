@@ -11,7 +11,8 @@ Routes (one process serves them all):
 * ``/download?n=N`` → N bytes of a repeating pattern, in 64 KiB chunks.
 * ``POST /slow?id=ID`` → reads the body, recording each message's type in
   the events file; ``http.disconnect`` is what truncation must deliver.
-* WebSocket ``/echo`` → echoes every message.
+* WebSocket ``/echo`` → echoes every message; ``/scope`` first sends
+  ``{"scheme": ..., "tls": ...}`` as on ``/info``, then echoes.
 
 Events are JSON lines in ``TLS_TEST_DIR/events.jsonl`` (O_APPEND, one
 write per line), read by the tests by waiting, never by sleeping.
@@ -61,6 +62,9 @@ async def _echo(scope, receive, send) -> None:
     message = await receive()
     assert message["type"] == "websocket.connect", message
     await send({"type": "websocket.accept"})
+    if scope["path"] == "/scope":
+        # First message: what the scope said (the scheme, the extension).
+        await send({"type": "websocket.send", "text": json.dumps({"scheme": scope["scheme"], "tls": _tls_summary(scope)})})
     while True:
         message = await receive()
         if message["type"] == "websocket.disconnect":
