@@ -2,13 +2,24 @@
 //! resolved by the caller) and the rustls server configuration built
 //! from them.
 
-use crate::error::{ConfigError, SessionError};
+use crate::ciphers;
+use crate::error::{ConfigError, SessionError, SessionErrorKind};
+use crate::pem;
 use crate::session::TlsSession;
+use crate::sni::SniResolver;
+use rustls::crypto::CryptoProvider;
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::{ProducesTickets, ServerSessionMemoryCache, StoresServerSessions};
+use rustls::{RootCertStore, ServerConfig};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Whether a client certificate is asked for (uvicorn's `ssl_cert_reqs`
-/// 0 / 1 / 2).
+/// 0 / 1 / 2). `Optional` and `Required` need `ca_certs`; with `None` a
+/// `ca_certs` file is still read and checked, but no certificate is asked
+/// for. A certificate that fails verification fails the handshake in
+/// both `Optional` and `Required` (rustls has no "verified: no" state).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ClientAuth {
     #[default]
@@ -64,7 +75,9 @@ impl TlsSettings {
 /// The shared configuration new sessions start from.
 #[derive(Clone)]
 pub struct TlsConfig {
-    inner: Arc<rustls::ServerConfig>,
+    inner: Arc<ServerConfig>,
+    resolver: Arc<SniResolver>,
+    max_handshake_bytes: usize,
 }
 
 impl std::fmt::Debug for TlsConfig {
@@ -73,23 +86,126 @@ impl std::fmt::Debug for TlsConfig {
     }
 }
 
+/// Session resumption state, kept across reloads.
+struct Resumption {
+    ticketer: Arc<dyn ProducesTickets>,
+    cache: Arc<dyn StoresServerSessions>,
+}
+
+/// TLS 1.2 session ids remembered by the server.
+const SESSION_CACHE_ENTRIES: usize = 4096;
+
 impl TlsConfig {
     /// Read and check every file the settings name.
     pub fn load(settings: &TlsSettings) -> Result<TlsConfig, ConfigError> {
-        let _ = settings;
-        todo!()
+        let ticketer = rustls::crypto::ring::Ticketer::new()
+            .map_err(|e| ConfigError::Invalid(format!("session tickets: {e}")))?;
+        let resumption = Resumption {
+            ticketer,
+            cache: ServerSessionMemoryCache::new(SESSION_CACHE_ENTRIES),
+        };
+        build(settings, resumption)
     }
 
     /// Re-read the files for a certificate reload. Session tickets issued
-    /// under `self` stay valid (the ticket keys are kept).
+    /// under `self` stay valid (the ticket keys are kept), as do cached
+    /// TLS 1.2 session ids.
     pub fn reload(&self, settings: &TlsSettings) -> Result<TlsConfig, ConfigError> {
-        let _ = settings;
-        todo!()
+        let resumption = Resumption {
+            ticketer: self.inner.ticketer.clone(),
+            cache: self.inner.session_storage.clone(),
+        };
+        build(settings, resumption)
     }
 
     /// A new server session for one accepted connection.
     pub fn session(&self) -> Result<TlsSession, SessionError> {
-        let _ = &self.inner;
-        todo!()
+        let conn = rustls::ServerConnection::new(self.inner.clone()).map_err(|e| SessionError {
+            kind: SessionErrorKind::Handshake,
+            message: format!("cannot start a TLS session: {e}"),
+        })?;
+        Ok(TlsSession::new(
+            conn,
+            self.resolver.clone(),
+            self.max_handshake_bytes,
+        ))
     }
+}
+
+fn build(settings: &TlsSettings, resumption: Resumption) -> Result<TlsConfig, ConfigError> {
+    let suites = ciphers::select(settings.ciphers.as_deref(), settings.min_version)?;
+    let provider = Arc::new(CryptoProvider {
+        cipher_suites: suites,
+        ..rustls::crypto::ring::default_provider()
+    });
+    let versions: &[&'static rustls::SupportedProtocolVersion] = match settings.min_version {
+        MinVersion::Tls12 => &[&rustls::version::TLS13, &rustls::version::TLS12],
+        MinVersion::Tls13 => &[&rustls::version::TLS13],
+    };
+    let resolver = Arc::new(SniResolver::load(
+        &settings.certfile,
+        &settings.keyfile,
+        settings.password.as_deref(),
+        &settings.sni,
+    )?);
+    let verifier = client_verifier(settings, &provider)?;
+    let builder = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| ConfigError::Invalid(format!("ssl_ciphers / ssl_min_version: {e}")))?;
+    let builder = match verifier {
+        Some(v) => builder.with_client_cert_verifier(v),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(resolver.clone());
+    // Never h2 while HTTP/2 is not served.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.ticketer = resumption.ticketer;
+    config.session_storage = resumption.cache;
+    Ok(TlsConfig {
+        inner: Arc::new(config),
+        resolver,
+        max_handshake_bytes: settings.max_handshake_bytes,
+    })
+}
+
+fn client_verifier(
+    settings: &TlsSettings,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Option<Arc<dyn ClientCertVerifier>>, ConfigError> {
+    let Some(ca_path) = &settings.ca_certs else {
+        if settings.client_auth != ClientAuth::None {
+            return Err(ConfigError::Invalid(format!(
+                "ssl_cert_reqs {:?} needs ssl_ca_certs (the CAs client certificates are verified against)",
+                settings.client_auth
+            )));
+        }
+        return Ok(None);
+    };
+    let mut roots = RootCertStore::empty();
+    for (i, cert) in pem::load_certs(ca_path)?.into_iter().enumerate() {
+        roots.add(cert).map_err(|e| {
+            pem::file_error(
+                ca_path,
+                format!("certificate {}: not a usable CA: {e}", i + 1),
+            )
+        })?;
+    }
+    let mut crls = Vec::new();
+    for path in &settings.crls {
+        crls.extend(pem::load_crls(path)?);
+    }
+    if settings.client_auth == ClientAuth::None {
+        // Read and checked, but no certificate is asked for.
+        return Ok(None);
+    }
+    let mut builder =
+        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .with_crls(crls);
+    if settings.client_auth == ClientAuth::Optional {
+        builder = builder.allow_unauthenticated();
+    }
+    let verifier = builder
+        .build()
+        .map_err(|e| ConfigError::Invalid(format!("ssl_ca_certs / ssl_crl: {e}")))?;
+    Ok(Some(verifier))
 }

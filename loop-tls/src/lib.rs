@@ -10,9 +10,13 @@
 //! shared rustls configuration; [`TlsConfig::session`] starts one
 //! connection's session.
 
+mod ciphers;
 mod config;
 mod error;
+mod name;
+mod pem;
 mod session;
+mod sni;
 
 pub use config::{ClientAuth, MinVersion, SniCert, TlsConfig, TlsSettings};
 pub use error::{ConfigError, SessionError, SessionErrorKind};

@@ -2,7 +2,13 @@
 //! methods mirror `loop_transports::ByteLayer` so the adapter is a line
 //! each.
 
-use crate::error::SessionError;
+use crate::error::{SessionError, SessionErrorKind};
+use crate::name;
+use crate::pem;
+use crate::sni::SniResolver;
+use rustls::ServerConnection;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
 
 /// How the peer's EOF ended the stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,57 +38,212 @@ pub struct TlsInfo {
 }
 
 pub struct TlsSession {
-    _private: (),
+    conn: ServerConnection,
+    /// Picks the certificate served, again, for `info()`.
+    resolver: Arc<SniResolver>,
+    max_handshake_bytes: usize,
+    /// Ciphertext consumed while handshaking.
+    handshake_bytes: usize,
+    /// Nothing decoded yet: a first byte that is not a TLS handshake
+    /// record means the peer does not speak TLS.
+    first: bool,
+    peer_closed: bool,
 }
+
+/// The record content type a client's first flight starts with.
+const HANDSHAKE_RECORD: u8 = 0x16;
 
 impl std::fmt::Debug for TlsSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsSession").finish_non_exhaustive()
+        f.debug_struct("TlsSession")
+            .field("handshaking", &self.conn.is_handshaking())
+            .finish_non_exhaustive()
+    }
+}
+
+fn error(kind: SessionErrorKind, message: impl Into<String>) -> SessionError {
+    SessionError {
+        kind,
+        message: message.into(),
     }
 }
 
 impl TlsSession {
+    pub(crate) fn new(
+        conn: ServerConnection,
+        resolver: Arc<SniResolver>,
+        max_handshake_bytes: usize,
+    ) -> Self {
+        TlsSession {
+            conn,
+            resolver,
+            max_handshake_bytes,
+            handshake_bytes: 0,
+            first: true,
+            peer_closed: false,
+        }
+    }
+
     /// Ciphertext arrived; the plaintext it completes is appended to `app`.
+    /// After an error, [`take_output`](Self::take_output) yields the alert
+    /// rustls sends.
     pub fn decode(&mut self, wire: &[u8], app: &mut Vec<u8>) -> Result<(), SessionError> {
-        let _ = (wire, app);
-        todo!()
+        if self.first && !wire.is_empty() {
+            self.first = false;
+            if wire[0] != HANDSHAKE_RECORD {
+                return Err(error(
+                    SessionErrorKind::NotTls,
+                    "the client did not start a TLS handshake (plaintext on a TLS port?)",
+                ));
+            }
+        }
+        let mut rest = wire;
+        while !rest.is_empty() {
+            let handshaking = self.conn.is_handshaking();
+            let n = self.conn.read_tls(&mut rest).map_err(|e| {
+                error(
+                    SessionErrorKind::Protocol,
+                    format!("TLS input not taken: {e}"),
+                )
+            })?;
+            if handshaking {
+                self.handshake_bytes += n;
+                if self.handshake_bytes > self.max_handshake_bytes {
+                    return Err(error(
+                        SessionErrorKind::HandshakeTooLarge,
+                        format!(
+                            "the handshake took more than {} bytes",
+                            self.max_handshake_bytes
+                        ),
+                    ));
+                }
+            }
+            let state = self
+                .conn
+                .process_new_packets()
+                .map_err(|e| classify(&e, handshaking))?;
+            self.drain_plaintext(app)?;
+            if state.peer_has_closed() {
+                self.peer_closed = true;
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn drain_plaintext(&mut self, app: &mut Vec<u8>) -> Result<(), SessionError> {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match self.conn.reader().read(&mut buf) {
+                Ok(0) => {
+                    self.peer_closed = true;
+                    return Ok(());
+                }
+                Ok(n) => app.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                // EOF without close_notify is reported by `eof`, not here.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(error(SessionErrorKind::Protocol, format!("TLS read: {e}"))),
+            }
+        }
     }
 
     /// Plaintext to send; its records are appended to `wire`.
     pub fn encode(&mut self, app: &[u8], wire: &mut Vec<u8>) -> Result<(), SessionError> {
-        let _ = (app, wire);
-        todo!()
+        let mut rest = app;
+        while !rest.is_empty() {
+            // rustls buffers a bounded amount: write what it takes, move
+            // those records out, go on.
+            let n = self
+                .conn
+                .writer()
+                .write(rest)
+                .map_err(|e| error(SessionErrorKind::Protocol, format!("TLS write: {e}")))?;
+            rest = &rest[n..];
+            let flushed = self.flush(wire);
+            if n == 0 && flushed == 0 {
+                return Err(error(
+                    SessionErrorKind::Protocol,
+                    "TLS write: no progress (session closed?)",
+                ));
+            }
+        }
+        self.flush(wire);
+        Ok(())
+    }
+
+    /// Move every pending record to `wire`; how many bytes.
+    fn flush(&mut self, wire: &mut Vec<u8>) -> usize {
+        let mut total = 0;
+        while self.conn.wants_write() {
+            // Writing into a Vec cannot fail.
+            match self.conn.write_tls(wire) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+        total
     }
 
     /// Records the session sends on its own (handshake, alerts, tickets).
     pub fn take_output(&mut self, wire: &mut Vec<u8>) {
-        let _ = wire;
-        todo!()
+        self.flush(wire);
     }
 
     /// The handshake is not complete: input is needed whatever the
     /// protocol above wants.
     pub fn wants_read(&self) -> bool {
-        todo!()
+        self.conn.is_handshaking()
     }
 
     pub fn is_handshaking(&self) -> bool {
-        todo!()
+        self.conn.is_handshaking()
     }
 
     /// Queue `close_notify`; its record is appended to `wire`.
     pub fn close(&mut self, wire: &mut Vec<u8>) {
-        let _ = wire;
-        todo!()
+        self.conn.send_close_notify();
+        self.flush(wire);
     }
 
     /// The peer sent EOF.
     pub fn eof(&mut self) -> Eof {
-        todo!()
+        if self.peer_closed {
+            Eof::Clean
+        } else {
+            Eof::Truncated
+        }
     }
 
     /// What was negotiated; `None` before the handshake completes.
     pub fn info(&self) -> Option<TlsInfo> {
-        todo!()
+        if self.conn.is_handshaking() {
+            return None;
+        }
+        let version = self.conn.protocol_version()?;
+        let suite = self.conn.negotiated_cipher_suite()?;
+        let chain = self.conn.peer_certificates().unwrap_or_default();
+        let server_name = self.conn.server_name().map(str::to_string);
+        Some(TlsInfo {
+            tls_version: u16::from(version),
+            cipher_suite: u16::from(suite.suite()),
+            server_cert: self.resolver.pick(server_name.as_deref()).leaf_pem.clone(),
+            client_cert_chain: chain.iter().map(|c| pem::cert_pem(c)).collect(),
+            client_cert_name: chain.first().and_then(|c| name::subject_of(c)),
+            server_name,
+        })
     }
+}
+
+/// Which kind a rustls error is, for counters.
+fn classify(e: &rustls::Error, handshaking: bool) -> SessionError {
+    use rustls::Error as E;
+    let kind = match e {
+        E::InvalidMessage(_) if handshaking => SessionErrorKind::NotTls,
+        _ if handshaking => SessionErrorKind::Handshake,
+        _ => SessionErrorKind::Protocol,
+    };
+    error(kind, format!("TLS: {e}"))
 }

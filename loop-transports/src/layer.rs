@@ -142,6 +142,8 @@ impl LayeredStream {
         };
         self.app_in.clear();
         if let Err(e) = layer.decode(&buf[..n], &mut self.app_in) {
+            // The layer's last word (a TLS alert) goes out before the close.
+            self.send_layer_output();
             self.core.fail(Error::Layer(e));
             return Ok(LayerRead::Done);
         }

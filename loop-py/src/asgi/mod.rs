@@ -9,6 +9,8 @@
 //!   proxy headers, configuration, the scope and messages as Python
 //!   objects, decoding the app's `send()` messages, the loggers and their
 //!   cached levels.
+//! - [`tls`]: a TLS session as a connection's byte-stream layer, what a
+//!   connection knows of it, and the server's handshake counters.
 //! - [`shared`]: what a server's connections share, with the registry of
 //!   live connections and the end-of-tick flush.
 //! - [`app_task`]: the task that steps the app's coroutine.
@@ -29,6 +31,7 @@ mod scope;
 mod server;
 pub(crate) mod settings;
 mod shared;
+mod tls;
 mod ws;
 
 use pyo3::prelude::*;

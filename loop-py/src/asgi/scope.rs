@@ -67,7 +67,8 @@ fn hex(b: u8) -> Option<u8> {
 /// A connection's scope template: every key in the order the scope has
 /// them, with the values all of the connection's requests share (`type`,
 /// `http_version` 1.1, `server`, the peer as `client`, `scheme`,
-/// `root_path`) and None for the rest. A request's scope is a copy with
+/// `root_path`; `scheme` is `https` on a TLS connection) and None for the
+/// rest. A request's scope is a copy with
 /// about half the keys to set, where building it key by key cost ~1.5k
 /// instructions more per request (callgrind).
 pub fn connection_base<'py>(
@@ -76,6 +77,7 @@ pub fn connection_base<'py>(
     client: &Bound<'py, PyAny>,
     root_path: &str,
     with_state: bool,
+    secure: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let none = py.None();
     let base = PyDict::new(py);
@@ -84,7 +86,7 @@ pub fn connection_base<'py>(
     base.set_item(intern!(py, "http_version"), intern!(py, "1.1"))?;
     base.set_item(intern!(py, "server"), server)?;
     base.set_item(intern!(py, "client"), client)?;
-    base.set_item(intern!(py, "scheme"), intern!(py, "http"))?;
+    base.set_item(intern!(py, "scheme"), base_scheme(py, secure))?;
     base.set_item(intern!(py, "method"), &none)?;
     base.set_item(intern!(py, "root_path"), root_path)?;
     for key in [
@@ -112,6 +114,41 @@ pub struct ScopeParts<'a> {
     /// The lifespan state (its shallow copy goes in the scope); the base
     /// must have been made `with_state` exactly when this is Some.
     pub state: Option<&'a Bound<'a, PyDict>>,
+    /// A TLS connection (its base was made `secure`).
+    pub secure: bool,
+    /// Its [`tls_extension`], copied into the scope's extensions.
+    pub tls: Option<&'a Bound<'a, PyDict>>,
+}
+
+fn base_scheme(py: Python<'_>, secure: bool) -> &Bound<'_, PyString> {
+    if secure {
+        intern!(py, "https")
+    } else {
+        intern!(py, "http")
+    }
+}
+
+/// The ASGI TLS extension of a connection (`scope["extensions"]["tls"]`),
+/// made once from what its handshake negotiated.
+///
+/// `client_cert_error` is always None: rustls fails the handshake of a
+/// client certificate that does not verify, so no established connection
+/// has one that failed.
+pub fn tls_extension<'py>(
+    py: Python<'py>,
+    info: &loop_tls::TlsInfo,
+) -> PyResult<Bound<'py, PyDict>> {
+    let tls = PyDict::new(py);
+    tls.set_item(intern!(py, "server_cert"), &info.server_cert)?;
+    tls.set_item(
+        intern!(py, "client_cert_chain"),
+        PyList::new(py, &info.client_cert_chain)?,
+    )?;
+    tls.set_item(intern!(py, "client_cert_name"), &info.client_cert_name)?;
+    tls.set_item(intern!(py, "client_cert_error"), py.None())?;
+    tls.set_item(intern!(py, "tls_version"), info.tls_version)?;
+    tls.set_item(intern!(py, "cipher_suite"), info.cipher_suite)?;
+    Ok(tls)
 }
 
 fn asgi_versions(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
@@ -167,7 +204,10 @@ pub fn build<'py>(
         scope.set_item(intern!(py, "client"), client)?;
     }
     let scheme = match parts.scheme {
-        "http" => None,
+        // The base's already.
+        "http" if !parts.secure => None,
+        "https" if parts.secure => None,
+        "http" => Some(intern!(py, "http")),
         "https" => Some(intern!(py, "https")),
         "ws" => Some(intern!(py, "ws")),
         "wss" => Some(intern!(py, "wss")),
@@ -204,7 +244,11 @@ pub fn build<'py>(
     if let Some(state) = parts.state {
         scope.set_item(intern!(py, "state"), state.copy()?)?;
     }
-    scope.set_item(intern!(py, "extensions"), extensions(py)?.copy()?)?;
+    let extensions = extensions(py)?.copy()?;
+    if let Some(tls) = parts.tls {
+        extensions.set_item(intern!(py, "tls"), tls.copy()?)?;
+    }
+    scope.set_item(intern!(py, "extensions"), extensions)?;
     Ok(scope)
 }
 
@@ -237,8 +281,16 @@ pub fn to_websocket(
     asgi.set_item(intern!(py, "spec_version"), intern!(py, WS_SPEC_VERSION))?;
     scope.set_item(intern!(py, "asgi"), asgi)?;
     scope.set_item(intern!(py, "subprotocols"), PyList::new(py, subprotocols)?)?;
+    // The connection's TLS extension stays; the HTTP ones go.
+    let tls = match scope.get_item(intern!(py, "extensions"))? {
+        Some(ext) => ext.cast::<PyDict>()?.get_item(intern!(py, "tls"))?,
+        None => None,
+    };
     let extensions = PyDict::new(py);
     extensions.set_item("websocket.http.response", PyDict::new(py))?;
+    if let Some(tls) = tls {
+        extensions.set_item(intern!(py, "tls"), tls)?;
+    }
     scope.set_item(intern!(py, "extensions"), extensions)?;
     Ok(())
 }

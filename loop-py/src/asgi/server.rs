@@ -8,6 +8,7 @@ use super::kind::ConnHandle;
 use super::logs::Logs;
 use super::settings::Settings;
 use super::shared::ServerShared;
+use super::tls::{self, TlsState};
 use crate::errors::os_error;
 use crate::event_loop::Loop;
 use loop_core::clock;
@@ -54,13 +55,32 @@ impl HttpServer {
             nodelay: true,
             ..StreamConfig::default()
         };
+        // The current config: a reload swaps it for the next batch.
+        let tls = {
+            let shared = slf.borrow().shared.clone_ref(slf.py());
+            let sh = shared.borrow(slf.py());
+            sh.tls.clone().map(|c| (c, sh.tls_stats.clone()))
+        };
         for Accepted { fd: conn_fd, peer } in accepted {
-            let stream = match StreamCore::accepted(conn_fd, tcp, &config) {
-                Ok(core) => LayeredStream::plain(core),
+            let core = match StreamCore::accepted(conn_fd, tcp, &config) {
+                Ok(core) => core,
                 // The socket died before its first syscall: it is closed.
                 Err(_) => continue,
             };
-            Self::adopt(slf, stream, Addr::of(&peer))?;
+            let (stream, state) = match &tls {
+                None => (LayeredStream::plain(core), None),
+                Some((config, stats)) => match tls::layer(config, stats) {
+                    Ok((layer, state)) => {
+                        (LayeredStream::with_layer(core, Some(layer)), Some(state))
+                    }
+                    // rustls refused to start a session: the socket closes.
+                    Err(err) => {
+                        Self::log_refused(slf, &err)?;
+                        continue;
+                    }
+                },
+            };
+            Self::adopt(slf, stream, Addr::of(&peer), state)?;
         }
         match stop {
             AcceptStop::ResourceLimit(err) => Self::back_off(slf, fd, &err),
@@ -73,7 +93,12 @@ impl HttpServer {
     }
 
     /// Make an accepted stream a connection of this server and start it.
-    fn adopt(slf: &Bound<'_, Self>, stream: LayeredStream, peer: Option<Addr>) -> PyResult<()> {
+    fn adopt(
+        slf: &Bound<'_, Self>,
+        stream: LayeredStream,
+        peer: Option<Addr>,
+        tls: Option<Arc<TlsState>>,
+    ) -> PyResult<()> {
         let py = slf.py();
         let shared = slf.borrow().shared.clone_ref(py);
         let (slot, settings, config) = {
@@ -89,6 +114,7 @@ impl HttpServer {
             stream,
             peer,
             slot,
+            tls,
         );
         // On an error the stream (and its fd) is dropped with it.
         let conn = match conn.and_then(|c| Bound::new(py, c)) {
@@ -114,6 +140,15 @@ impl HttpServer {
             return Err(err);
         }
         logged
+    }
+
+    fn log_refused(slf: &Bound<'_, Self>, err: &loop_tls::SessionError) -> PyResult<()> {
+        let shared = slf.borrow().shared.clone_ref(slf.py());
+        if !shared.borrow(slf.py()).debug_on() {
+            return Ok(());
+        }
+        let line = format!("TLS session not started: {err}");
+        ServerShared::log_debug(shared.bind(slf.py()), &line)
     }
 
     /// Out of fds: stop accepting for a while (the backlog keeps the
@@ -165,6 +200,9 @@ impl HttpServer {
                     f64::INFINITY
                 },
             );
+            if s.tls.is_some() {
+                shortest = shortest.min(s.ssl_handshake_timeout);
+            }
             // WebSocket pings and their timeouts are the sweep's too.
             if let Some(ws) = &s.ws {
                 for t in [ws.ping_interval, ws.ping_timeout, Some(ws.close_timeout)]
@@ -206,7 +244,10 @@ impl HttpServer {
                 "ferroloop's HTTP server runs on a ferroloop loop: use ferroloop.run() or ferroloop.serve()",
             )
         })?;
-        let settings = Settings::from_py(config)?;
+        #[allow(unused_mut)]
+        let mut settings = Settings::from_py(config)?;
+        #[cfg(feature = "test-hooks")]
+        test_tls_settings(config, &mut settings)?;
         let done_future = Loop::create_future(event_loop)?;
         done_future.call_method1(intern!(py, "set_result"), (py.None(),))?;
         let conn_config = connection_config(&settings);
@@ -316,6 +357,57 @@ impl HttpServer {
             .set_request_limit(limit, callback);
     }
 
+    /// Re-read the TLS files (`Settings.tls`) for new handshakes; live
+    /// connections keep their sessions. A file that does not load keeps
+    /// the old certificates and logs a warning naming why. False when
+    /// nothing was reloaded (that, or TLS is off).
+    fn reload_tls(&self, py: Python<'_>) -> PyResult<bool> {
+        let shared = self.shared.bind(py);
+        let (current, settings, stats) = {
+            let sh = shared.borrow();
+            (
+                sh.tls.clone(),
+                sh.settings.tls.clone(),
+                sh.tls_stats.clone(),
+            )
+        };
+        let (Some(current), Some(settings)) = (current, settings) else {
+            return Ok(false);
+        };
+        // File reads and key parsing: no Python runs, the GIL is kept
+        // (a reload is rare and short).
+        match current.reload(&settings) {
+            Ok(config) => {
+                shared.borrow_mut().tls = Some(config);
+                stats.reloaded(true);
+                ServerShared::log_info(shared, "TLS certificates reloaded")?;
+                Ok(true)
+            }
+            Err(err) => {
+                stats.reloaded(false);
+                let line = format!("TLS reload failed, keeping the current certificates: {err}");
+                ServerShared::log_warning(shared, &line)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Whether the listeners speak TLS.
+    #[getter]
+    fn tls(&self, py: Python<'_>) -> bool {
+        self.shared.borrow(py).tls.is_some()
+    }
+
+    /// The TLS handshake counters (all zero without TLS).
+    fn tls_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.shared.borrow(py).tls_stats.snapshot();
+        let dict = PyDict::new(py);
+        for (name, value) in stats {
+            dict.set_item(name, value)?;
+        }
+        Ok(dict)
+    }
+
     /// Requests whose head arrived so far.
     #[getter]
     fn request_count(&self, py: Python<'_>) -> u64 {
@@ -365,4 +457,36 @@ impl HttpServer {
             Ok(())
         })
     }
+}
+
+/// The test build's stand-in for the TLS settings rows until they land:
+/// `config._test_tls = (certfile, keyfile)` turns TLS on.
+#[cfg(feature = "test-hooks")]
+fn test_tls_settings(config: &Bound<'_, PyAny>, settings: &mut Settings) -> PyResult<()> {
+    if settings.tls.is_some() {
+        return Ok(());
+    }
+    let Ok(value) = config.getattr("_test_tls") else {
+        return Ok(());
+    };
+    let Some((certfile, keyfile)) = value.extract::<Option<(String, String)>>()? else {
+        return Ok(());
+    };
+    let tls = loop_tls::TlsSettings {
+        certfile: certfile.into(),
+        keyfile: keyfile.into(),
+        password: None,
+        ca_certs: None,
+        client_auth: loop_tls::ClientAuth::None,
+        crls: Vec::new(),
+        min_version: loop_tls::MinVersion::Tls12,
+        ciphers: None,
+        sni: Vec::new(),
+        max_handshake_bytes: loop_tls::TlsSettings::DEFAULT_MAX_HANDSHAKE_BYTES,
+    };
+    let loaded = loop_tls::TlsConfig::load(&tls)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    settings.tls = Some(tls);
+    settings.tls_config = Some(loaded);
+    Ok(())
 }

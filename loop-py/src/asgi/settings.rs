@@ -49,6 +49,8 @@ pub struct Settings {
     /// so a bad file fails before anything binds. A certificate reload
     /// builds a new one from `tls`; the server holds the current one.
     pub tls_config: Option<loop_tls::TlsConfig>,
+    /// Seconds a TLS handshake may take from accept (asyncio's name).
+    pub ssl_handshake_timeout: f64,
 }
 
 impl Settings {
@@ -83,6 +85,9 @@ impl Settings {
         "ws_max_queue_bytes",
         "ws_close_timeout",
     ];
+
+    /// asyncio's default `ssl_handshake_timeout`.
+    pub const DEFAULT_SSL_HANDSHAKE_TIMEOUT: f64 = 10.0;
 
     /// What `Server` sends when `server_header` is `True`.
     const PRODUCT: &'static [u8] = b"ferroloop";
@@ -149,6 +154,13 @@ impl Settings {
             ws: ws_config(&get)?,
             tls: None,
             tls_config: None,
+            // Read when the Config has it (the TLS settings' rows add it).
+            ssl_handshake_timeout: config
+                .getattr("ssl_handshake_timeout")
+                .and_then(|v| v.extract::<Option<f64>>())
+                .ok()
+                .flatten()
+                .unwrap_or(Self::DEFAULT_SSL_HANDSHAKE_TIMEOUT),
         })
     }
 }

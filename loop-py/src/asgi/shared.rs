@@ -7,6 +7,7 @@
 use super::kind::ConnHandle;
 use super::logs::Logs;
 use super::settings::{Settings, READ_CHUNK};
+use super::tls::TlsStats;
 use crate::event_loop::{Loop, TickEnd};
 use loop_http::{ConnectionConfig, DateCache};
 use pyo3::gc::PyVisit;
@@ -45,6 +46,10 @@ pub struct ServerShared {
     /// The server is shutting down: a connection that starts a new session
     /// now (a WebSocket accepted during the drain) ends it at once.
     pub(super) draining: bool,
+    /// What new TLS handshakes start from (`None`: plaintext). A reload
+    /// replaces it; live connections keep the sessions they have.
+    pub(super) tls: Option<loop_tls::TlsConfig>,
+    pub(super) tls_stats: Arc<TlsStats>,
 }
 
 /// The end-of-tick flush of a server's corked connections.
@@ -69,7 +74,10 @@ impl ServerShared {
         logs: Logs,
         done_future: Py<PyAny>,
     ) -> Self {
+        let tls = settings.tls_config.clone();
         ServerShared {
+            tls,
+            tls_stats: Arc::default(),
             event_loop,
             app,
             state: None,
@@ -233,6 +241,10 @@ impl ServerShared {
 
     pub(super) fn log_error(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
         Self::log(slf, intern!(slf.py(), "error"), message)
+    }
+
+    pub(super) fn log_info(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {
+        Self::log(slf, intern!(slf.py(), "info"), message)
     }
 
     pub(super) fn log_warning(slf: &Bound<'_, Self>, message: &str) -> PyResult<()> {

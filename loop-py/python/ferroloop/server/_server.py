@@ -1,5 +1,6 @@
 """`Server`: binds the listeners, runs lifespan, hands accepted connections
-to the native HTTP server and shuts down gracefully on SIGINT/SIGTERM."""
+to the native HTTP server and shuts down gracefully on SIGINT/SIGTERM
+(and, with TLS, reloads its certificates on SIGHUP)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,27 @@ class Server:
             # May be set from another thread (tests, embedding apps).
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._exit_event.set)
+
+    def reload_tls(self) -> bool:
+        """Re-read the TLS certificate and key files for new handshakes;
+        live connections keep theirs. A file that does not load keeps the
+        current certificates and logs a warning naming why. Returns whether
+        new certificates are in use (False also without TLS or before the
+        server started). Session tickets are per process: they stay valid
+        across a reload (the ticket keys are kept)."""
+        if self._native is None:
+            return False
+        return bool(self._native.reload_tls())
+
+    def tls_stats(self) -> dict[str, int]:
+        """The TLS handshake counters: `handshakes` completed,
+        `handshakes_failed` (by kind: `failed_not_tls`, `failed_handshake`,
+        `failed_too_large`, `failed_timeout`, `failed_abandoned`),
+        `protocol_errors` and `truncated` after the handshake, `reloads`,
+        `reload_errors`. Empty before the server started."""
+        if self._native is None:
+            return {}
+        return dict(self._native.tls_stats())
 
     async def serve(self) -> None:
         """Start, serve until asked to stop, then shut down gracefully."""
@@ -174,7 +196,8 @@ class Server:
             where, arg = "socket fd %s", self.config.fd
         else:
             host, port = sock.getsockname()[:2]
-            where, arg = ("http://[%s]:%d" if ":" in host else "http://%s:%d"), (host, port)
+            scheme = "https" if self._native is not None and self._native.tls else "http"
+            where, arg = (scheme + ("://[%s]:%d" if ":" in host else "://%s:%d")), (host, port)
         args = arg if isinstance(arg, tuple) else (arg,)
         logger.info("ferroloop running on " + where + " (Press CTRL+C to quit)", *args)
 
@@ -188,10 +211,19 @@ class Server:
             for sig in HANDLED_SIGNALS:
                 loop.add_signal_handler(sig, self._handle_exit, sig)
                 installed.append(sig)
+            # uvicorn ignores SIGHUP; with TLS it reloads the certificates
+            # (one process: with workers it will be a rolling restart).
+            if self._native is not None and self._native.tls:
+                loop.add_signal_handler(signal.SIGHUP, self._handle_reload)
+                installed.append(signal.SIGHUP)
             yield
         finally:
             for sig in installed:
                 loop.remove_signal_handler(sig)
+
+    def _handle_reload(self) -> None:
+        logger.info("Received SIGHUP: reloading TLS certificates")
+        self.reload_tls()
 
     def _request_limit_reached(self, limit: int) -> None:
         logger.warning("Maximum request limit of %d exceeded. Terminating process.", limit)

@@ -18,13 +18,14 @@ use super::dispatch::Waiters;
 use super::exchange;
 use crate::asgi::settings::{Settings, WRITE_HIGH, WRITE_LOW};
 use crate::asgi::shared::{sync_fd_interest, Interest, ServerShared};
+use crate::asgi::tls::{describe, session_error, TlsState};
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_http::{
     ConnectionConfig, DrainAction, FailOutcome, Phase, RequestHead, ServerConnection, Step,
     TimerAction,
 };
-use loop_transports::{LayerRead, LayeredStream, Write};
+use loop_transports::{Eof, LayerRead, LayeredStream, Write};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyInt;
@@ -75,6 +76,14 @@ pub struct HttpConnection {
     pub(in crate::asgi) request_started: f64,
     /// The WebSocket session the current exchange is, until it accepts.
     pub(in crate::asgi) ws: Option<Py<crate::asgi::ws::WsSession>>,
+    /// The TLS layer's state on a TLS connection (the layer is in the
+    /// stream).
+    pub(in crate::asgi) tls: Option<Arc<TlsState>>,
+    /// `scope["extensions"]["tls"]`, made at the first request: the
+    /// connection's, copied into each request's scope.
+    pub(in crate::asgi) tls_extension: Option<Py<pyo3::types::PyDict>>,
+    /// When a handshake still running at this time is given up.
+    handshake_deadline: f64,
 }
 
 /// Bound methods registered with the loop, made once per connection.
@@ -107,6 +116,7 @@ impl HttpConnection {
         stream: LayeredStream,
         peer: Option<Addr>,
         slot: usize,
+        tls: Option<Arc<TlsState>>,
     ) -> PyResult<Self> {
         let local = stream.core().local_addr().ok().and_then(|a| Addr::of(&a));
         let fd = stream.core().fd();
@@ -119,6 +129,8 @@ impl HttpConnection {
             _ => None,
         };
         let base_context = crate::pyapi::copy_current_context(py)?.unbind();
+        let now = clock::monotonic();
+        let handshake_deadline = now + settings.ssl_handshake_timeout;
         Ok(HttpConnection {
             base_context,
             client: super::dispatch::addr_tuple(py, &peer, false)?,
@@ -135,7 +147,8 @@ impl HttpConnection {
             reading: false,
             writing: false,
             corked: false,
-            http: ServerConnection::new(config, clock::monotonic()),
+            handshake_deadline,
+            http: ServerConnection::new(config, now),
             stream: Some(stream),
             out: Vec::new(),
             waiters: Waiters::default(),
@@ -144,6 +157,8 @@ impl HttpConnection {
             closing_why: None,
             request_started: 0.0,
             ws: None,
+            tls,
+            tls_extension: None,
         })
     }
 
@@ -637,6 +652,23 @@ impl HttpConnection {
 
     /// The periodic check: deadlines and the request-body rate.
     pub(in crate::asgi) fn check_timers(slf: &Bound<'_, Self>, now: f64) -> PyResult<()> {
+        let handshake_late = {
+            let me = slf.borrow();
+            match &me.tls {
+                Some(tls) if !tls.established() && now >= me.handshake_deadline => {
+                    tls.timed_out();
+                    true
+                }
+                _ => false,
+            }
+        };
+        if handshake_late {
+            slf.borrow_mut()
+                .closing_because("TLS handshake timeout (ssl_handshake_timeout)");
+            return Self::lose(slf);
+        }
+        // The request-head deadline runs from accept, so it bounds the
+        // handshake and the request after it together.
         let action = slf.borrow_mut().http.on_timer(now);
         match action {
             TimerAction::Nothing => Ok(()),
@@ -646,6 +678,15 @@ impl HttpConnection {
             }
             TimerAction::Fail(status) => Self::fail(slf, status),
         }
+    }
+}
+
+/// Why a read found the connection lost, for the debug line (a TLS
+/// failure names its kind and rustls' reason).
+fn lost_because(err: Option<&loop_transports::Error>) -> Cow<'static, str> {
+    match err.and_then(session_error) {
+        Some(tls) => describe(tls).into(),
+        None => "connection error".into(),
     }
 }
 
@@ -661,14 +702,24 @@ impl HttpConnection {
             };
             let server = me.shared.clone_ref(py);
             let mut srv = server.bind(py).borrow_mut();
-            let (open, why) = match stream.read_into(srv.read_buffer()) {
+            let (open, why): (bool, Cow<'static, str>) = match stream.read_into(srv.read_buffer()) {
+                // Empty when only TLS records (a handshake's) arrived.
                 Ok(LayerRead::Data(data)) => {
                     me.http.receive(data);
-                    (true, "")
+                    (true, "".into())
                 }
-                Ok(LayerRead::Done) => (stream.take_closed().is_none(), "connection error"),
-                Ok(LayerRead::Eof(_)) => (false, "closed by the client"),
-                Err(_) => (false, "connection error"),
+                Ok(LayerRead::Done) => match stream.take_closed() {
+                    None => (true, "".into()),
+                    Some(err) => (false, lost_because(err.as_ref())),
+                },
+                Ok(LayerRead::Eof(Eof::Clean)) => (false, "closed by the client".into()),
+                // A client that closes without `close_notify` is common
+                // (and harmless between requests): an EOF, logged so.
+                Ok(LayerRead::Eof(Eof::Truncated)) => (
+                    false,
+                    "closed by the client without TLS close_notify".into(),
+                ),
+                Err(err) => (false, lost_because(Some(&err))),
             };
             if !open {
                 me.closing_because(why);

@@ -157,7 +157,7 @@ pub(super) fn request_scope<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = conn.py();
     let state = server.borrow().state.as_ref().map(|s| s.bind(py).clone());
-    let (base, local, client, peer_ip, settings) = {
+    let (base, local, client, peer_ip, settings, tls_state, tls_ext) = {
         let me = conn.borrow();
         (
             me.scope_base.as_ref().map(|b| b.clone_ref(py)),
@@ -165,7 +165,20 @@ pub(super) fn request_scope<'py>(
             me.client.clone_ref(py),
             me.peer_ip,
             me.settings.clone(),
+            me.tls.clone(),
+            me.tls_extension.as_ref().map(|t| t.clone_ref(py)),
         )
+    };
+    let secure = tls_state.is_some();
+    // A request comes after the handshake: what it negotiated is known.
+    let tls = match (tls_ext, tls_state.as_ref().and_then(|t| t.info())) {
+        (Some(ext), _) => Some(ext.into_bound(py)),
+        (None, Some(info)) => {
+            let ext = scope::tls_extension(py, info)?;
+            conn.borrow_mut().tls_extension = Some(ext.clone().unbind());
+            Some(ext)
+        }
+        (None, None) => None,
     };
     let base = match base {
         Some(base) => base.into_bound(py),
@@ -176,12 +189,13 @@ pub(super) fn request_scope<'py>(
                 client.bind(py),
                 &settings.root_path,
                 state.is_some(),
+                secure,
             )?;
             conn.borrow_mut().scope_base = Some(base.clone().unbind());
             base
         }
     };
-    let (client, scheme) = client_and_scheme(py, settings.proxy.as_ref(), peer_ip, head)?;
+    let (client, scheme) = client_and_scheme(py, settings.proxy.as_ref(), peer_ip, head, secure)?;
     scope::build(
         py,
         &base,
@@ -191,6 +205,8 @@ pub(super) fn request_scope<'py>(
             scheme,
             root_path: &settings.root_path,
             state: state.as_ref(),
+            secure,
+            tls: tls.as_ref(),
         },
     )
 }
@@ -201,9 +217,11 @@ fn client_and_scheme<'py>(
     trust: Option<&Trust>,
     peer_ip: Option<IpAddr>,
     head: &RequestHead,
+    secure: bool,
 ) -> PyResult<(Option<Bound<'py, PyAny>>, &'static str)> {
+    let own = if secure { "https" } else { "http" };
     let Some(trust) = trust else {
-        return Ok((None, "http"));
+        return Ok((None, own));
     };
     let trusted = match peer_ip {
         Some(ip) => trust.trusts(ip),
@@ -211,10 +229,10 @@ fn client_and_scheme<'py>(
         None => true,
     };
     if !trusted {
-        return Ok((None, "http"));
+        return Ok((None, own));
     }
     let fwd = proxy::resolve(trust, head.headers());
-    let scheme = fwd.scheme.unwrap_or("http");
+    let scheme = fwd.scheme.unwrap_or(own);
     match fwd.client {
         Some(host) => Ok((Some((host, 0u16).into_pyobject(py)?.into_any()), scheme)),
         None => Ok((None, scheme)),
