@@ -47,7 +47,7 @@ def wait_closed(sock: socket.socket, timeout: float) -> bytes:
 
 
 def test_large_upload_bounded_memory(tls_server, tls_files):
-    srv = tls_server()
+    srv = tls_server(max_body_size="none")  # ferroloop's default is 16 MiB
     context = client_context(tls_files)
     assert https_get(srv.port, context)[0] == 200  # warm up before measuring
     before = vm_rss(srv.pid)
