@@ -122,6 +122,7 @@ mod options;
 mod settings;
 mod suggest;
 pub mod table;
+pub mod tls;
 mod value;
 
 use std::ffi::{OsStr, OsString};

@@ -235,7 +235,7 @@ fn parse_value(setting: &Setting, option: &'static str, v: OsString) -> Result<V
         arg: v.to_string_lossy().into_owned(),
     })?;
     // One flag, one header (a variable holds one per line).
-    if setting.kind == Kind::Headers && text.contains(['\r', '\n']) {
+    if matches!(setting.kind, Kind::Headers | Kind::List(_)) && text.contains(['\r', '\n']) {
         return Err(invalid(text, setting.expected_text()));
     }
     setting
@@ -272,7 +272,7 @@ pub(crate) fn check_conflicts(values: &mut Values) -> Result<(), CliError> {
             "--limit-max-requests-jitter has no effect without --limit-max-requests".to_owned(),
         );
     }
-    Ok(())
+    crate::tls::check_cli(values)
 }
 
 /// `--h11-max-incomplete-event-size` sets `max_header_size`, unless that

@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use crate::table::{find, Kind, Lit, Null, Setting, Text, SETTINGS};
+use crate::table::{find, Item, Kind, Lit, Null, Setting, Text, SETTINGS};
 
 /// A setting's value.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,6 +19,8 @@ pub enum Value {
     Path(PathBuf),
     /// Header fields, `(name, value)`, in order.
     Headers(Vec<(String, String)>),
+    /// A [`Kind::List`]'s entries, in order.
+    List(Vec<String>),
 }
 
 impl From<Lit> for Value {
@@ -89,6 +91,7 @@ impl Setting {
             }),
             Kind::Object => None,
             Kind::Headers => parse_headers(text).map(Value::Headers),
+            Kind::List(item) => parse_list(item, text).map(Value::List),
         }
         .ok_or(invalid)
     }
@@ -149,6 +152,22 @@ fn parse_headers(text: &str) -> Option<Vec<(String, String)>> {
     }
     crate::headers::encode(&fields).ok()?;
     Some(fields)
+}
+
+/// One entry per non-blank line (a flag's value is one line).
+fn parse_list(item: Item, text: &str) -> Option<Vec<String>> {
+    let entries: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let ok = !entries.is_empty()
+        && entries.iter().all(|e| match item {
+            Item::Path => true,
+            Item::Sni => crate::tls::parse_sni(e).is_ok(),
+        });
+    ok.then_some(entries)
 }
 
 fn parse_bool(text: &str) -> Option<bool> {
@@ -224,11 +243,16 @@ impl Values {
     }
 
     /// Records `value` for `setting`, replacing an earlier one, except that
-    /// header lists from the same source add up.
+    /// header lists (and other lists) from the same source add up.
     pub fn set_from(&mut self, setting: &'static Setting, value: Value, source: Source) {
         match self.given.iter_mut().find(|(n, _, _)| *n == setting.name) {
             Some((_, Value::Headers(old), old_source)) if *old_source == source => {
                 if let Value::Headers(more) = value {
+                    old.extend(more);
+                }
+            }
+            Some((_, Value::List(old), old_source)) if *old_source == source => {
+                if let Value::List(more) = value {
                     old.extend(more);
                 }
             }

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 
 use loop_cli::env::Env;
-use loop_cli::table::{Kind, Status, SETTINGS};
+use loop_cli::table::{Item, Kind, Status, SETTINGS};
 use loop_cli::{parse_values_env, CliError, Command, Parsed, Value};
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -46,6 +46,8 @@ fn sample(kind: Kind) -> Option<&'static str> {
         Kind::Path => "/tmp/x",
         Kind::Choice { values, .. } => values[0],
         Kind::Headers => "x-a: 1",
+        Kind::List(Item::Path) => "/tmp/x",
+        Kind::List(Item::Sni) => "a.example=/tmp/c.pem:/tmp/k.pem",
         Kind::Object => return None,
     })
 }
@@ -54,8 +56,31 @@ fn sample(kind: Kind) -> Option<&'static str> {
 fn every_supported_flag_and_variable_sets_its_setting() {
     for s in SETTINGS.iter().filter(|s| s.status == Status::Supported) {
         let Some(text) = sample(s.kind) else { continue };
+        // 1 is PROTOCOL_SSLv3, refused by name.
+        let text = if s.name == "ssl_version" { "2" } else { text };
+        // An ssl_* setting asks for TLS: a certificate (and, for the
+        // client-certificate ones, a CA) with it.
+        let tls: &[&str] = if s.name.starts_with("ssl_") {
+            &[
+                "--ssl-certfile",
+                "c.pem",
+                "--ssl-keyfile",
+                "k.pem",
+                "--ssl-ca-certs",
+                "ca.pem",
+                "--ssl-cert-reqs",
+                "2",
+            ]
+        } else {
+            &[]
+        };
+        let with_tls = |args: &[&'static str]| -> Vec<&'static str> {
+            let mut all = tls.to_vec();
+            all.extend_from_slice(args); // later: wins over the same flag in `tls`
+            all
+        };
         let target = s.alias_of.unwrap_or(s.name);
-        let from_env = parse_env(&[], &[(s.env().as_str(), text)])
+        let from_env = parse_env(&with_tls(&[]), &[(s.env().as_str(), text)])
             .unwrap_or_else(|e| panic!("{}={text}: {e}", s.env()));
         assert!(from_env.values.given(target).is_some(), "{}", s.env());
         if !s.in_cli() {
@@ -65,7 +90,7 @@ fn every_supported_flag_and_variable_sets_its_setting() {
         let parsed = match (s.kind, flag.off) {
             (Kind::Bool | Kind::BoolOrText, Some(off)) => run(&[off]),
             (Kind::Bool, None) if flag.metavar.is_none() => run(&[flag.long]),
-            _ => run(&[flag.long, text]),
+            _ => run(&with_tls(&[flag.long, text])),
         };
         assert!(parsed.values.given(target).is_some(), "{}", flag.long);
     }
@@ -255,7 +280,6 @@ fn unsupported_options_are_refused_unless_given_their_default() {
         (&["--workers", "4"][..], "option '--workers'"),
         (&["--reload"], "option '--reload'"),
         (&["--reload-dir", "src"], "option '--reload-dir'"),
-        (&["--ssl-certfile", "c.pem"], "option '--ssl-certfile'"),
         (&["--http2"], "option '--http2'"),
         (&["--interface", "wsgi"], "option '--interface' with 'wsgi'"),
     ] {
@@ -502,5 +526,126 @@ fn websocket_bounds_are_checked() {
         msg(&[], &[("FERROLOOP_WS_MAX_SIZE", "big")]),
         "invalid value 'big' for environment variable FERROLOOP_WS_MAX_SIZE (--ws-max-size): \
          expected an integer of at least 1"
+    );
+}
+
+#[test]
+fn tls_flags_are_checked_together_and_name_flags() {
+    for (args, expected) in [
+        (
+            &["--ssl-certfile", "c.pem"][..],
+            "invalid value for '--ssl-keyfile': --ssl-certfile needs --ssl-keyfile",
+        ),
+        (
+            &["--ssl-keyfile", "k.pem"],
+            "invalid value for '--ssl-certfile': --ssl-keyfile needs --ssl-certfile",
+        ),
+        (
+            &["--ssl-keyfile-password", "x"],
+            "invalid value for '--ssl-certfile': --ssl-keyfile-password is given without \
+             --ssl-certfile and --ssl-keyfile",
+        ),
+        (
+            &[
+                "--ssl-certfile",
+                "c",
+                "--ssl-keyfile",
+                "k",
+                "--ssl-cert-reqs",
+                "2",
+            ],
+            "invalid value for '--ssl-ca-certs': --ssl-cert-reqs 2 needs --ssl-ca-certs to \
+             verify client certificates",
+        ),
+        (
+            &[
+                "--ssl-certfile",
+                "c",
+                "--ssl-keyfile",
+                "k",
+                "--ssl-crl",
+                "r.pem",
+            ],
+            "invalid value for '--ssl-crl': revocation lists apply to client certificates: \
+             give --ssl-ca-certs and --ssl-cert-reqs 1 or 2",
+        ),
+        (
+            &[
+                "--ssl-certfile",
+                "c",
+                "--ssl-keyfile",
+                "k",
+                "--ssl-version",
+                "3",
+            ],
+            "invalid value for '--ssl-version': 3 (PROTOCOL_TLSv1) is not available: rustls \
+             speaks TLS 1.2 and 1.3; use --ssl-version 17 (PROTOCOL_TLS_SERVER) with \
+             --ssl-min-version",
+        ),
+        (
+            &["--ssl-sni", "example.com"],
+            "invalid value 'example.com' for '--ssl-sni': expected HOST=CERTFILE:KEYFILE (a \
+             host name, '=', the certificate file, ':', its key file)",
+        ),
+        (
+            &["--ssl-min-version", "1.1"],
+            "invalid value '1.1' for '--ssl-min-version': expected one of: 1.2, 1.3",
+        ),
+        (
+            &["--ssl-handshake-timeout", "0"],
+            "invalid value '0' for '--ssl-handshake-timeout': expected a positive number of \
+             seconds",
+        ),
+    ] {
+        assert_eq!(msg(args, &[]), expected, "{args:?}");
+    }
+}
+
+#[test]
+fn tls_lists_add_up() {
+    let p = run(&[
+        "--ssl-certfile",
+        "c",
+        "--ssl-keyfile",
+        "k",
+        "--ssl-sni",
+        "a.example=a.pem:a.key",
+        "--ssl-sni",
+        "b.example=b.pem:b.key",
+        "--ssl-ca-certs",
+        "ca",
+        "--ssl-cert-reqs",
+        "1",
+        "--ssl-crl",
+        "r1.pem",
+        "--ssl-crl",
+        "r2.pem",
+    ]);
+    assert_eq!(
+        p.values.get("ssl_sni"),
+        Value::List(vec![
+            "a.example=a.pem:a.key".into(),
+            "b.example=b.pem:b.key".into()
+        ])
+    );
+    assert_eq!(
+        p.values.get("ssl_crl"),
+        Value::List(vec!["r1.pem".into(), "r2.pem".into()])
+    );
+    // The environment: one entry per line.
+    let p = parse_env(
+        &["--ssl-certfile", "c", "--ssl-keyfile", "k"],
+        &[(
+            "FERROLOOP_SSL_SNI",
+            "a.example=a.pem:a.key\nb.example=b.pem:b.key",
+        )],
+    )
+    .unwrap();
+    assert_eq!(
+        p.values.get("ssl_sni"),
+        Value::List(vec![
+            "a.example=a.pem:a.key".into(),
+            "b.example=b.pem:b.key".into()
+        ])
     );
 }

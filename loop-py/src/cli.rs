@@ -3,7 +3,7 @@
 //! Python data (`Config` takes its keywords, defaults and bounds from it).
 
 use loop_cli::env::Env;
-use loop_cli::table::{Kind, Lit, Null, Setting, Status, Surface, Text, SETTINGS};
+use loop_cli::table::{Item, Kind, Lit, Null, Setting, Status, Surface, Text, SETTINGS};
 use loop_cli::{CliError, Command, Parsed, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -214,9 +214,13 @@ fn setting_to_py<'py>(py: Python<'py>, s: &Setting) -> PyResult<Bound<'py, PyDic
             values,
             ignore_case,
         } => (None, None, false, None, Some(values), ignore_case),
-        Kind::Rate | Kind::Bool | Kind::Path | Kind::BoolOrText | Kind::Object | Kind::Headers => {
-            (None, None, false, None, None, false)
-        }
+        Kind::Rate
+        | Kind::Bool
+        | Kind::Path
+        | Kind::BoolOrText
+        | Kind::Object
+        | Kind::Headers
+        | Kind::List(_) => (None, None, false, None, None, false),
     };
     d.set_item("kind", kind_name(s.kind))?;
     d.set_item("min", min)?;
@@ -290,6 +294,8 @@ fn kind_name(kind: Kind) -> &'static str {
         Kind::BoolOrText => "bool_or_text",
         Kind::Object => "object",
         Kind::Headers => "headers",
+        Kind::List(Item::Path) => "path_list",
+        Kind::List(Item::Sni) => "sni_list",
     }
 }
 
@@ -307,5 +313,6 @@ fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny
         // As `os.fsdecode`: undecodable bytes become surrogates.
         Value::Path(p) => p.as_os_str().into_pyobject(py)?.into_any(),
         Value::Headers(fields) => fields.clone().into_pyobject(py)?.into_any(),
+        Value::List(entries) => entries.clone().into_pyobject(py)?.into_any(),
     })
 }

@@ -159,4 +159,9 @@ fn a_layer_error_loses_the_connection() {
         Some(Some(Error::Layer(e))) => assert_eq!(e.to_string(), "bad record"),
         other => panic!("expected a layer error, got {other:?}"),
     }
+    // What the layer had to say before failing (a TLS alert) was sent.
+    let mut answer = [0u8; 1];
+    peer.read_exact(&mut answer)
+        .expect("the layer's last output");
+    assert_eq!(&answer, b"h");
 }

@@ -125,17 +125,20 @@ def certs(tmp_path) -> CertFiles:
     return CertFiles(tmp_path, _tls.authority())
 
 
-def tls_config(certs: CertFiles, **settings) -> "ferroloop.Config":
+def tls_config(certs: CertFiles, *, ca_certs: str | None = None, cert_reqs: int = 0, **settings) -> "ferroloop.Config":
     """A `Config` serving `app` over TLS with `certs`: through the
     `ssl_*` settings where this build has them, else the test build's hook
     (`_test_tls`) that stands in for them."""
     handshake_timeout = settings.pop("ssl_handshake_timeout", None)
     settings.setdefault("port", 0)
+    ssl = {"ssl_certfile": str(certs.certfile), "ssl_keyfile": str(certs.keyfile)}
+    if ca_certs is not None:
+        ssl.update(ssl_ca_certs=ca_certs, ssl_cert_reqs=cert_reqs)
     try:
-        config = ferroloop.Config(app, ssl_certfile=str(certs.certfile), ssl_keyfile=str(certs.keyfile), **settings)
+        config = ferroloop.Config(app, **ssl, **settings)
     except ValueError:
         config = ferroloop.Config(app, **settings)
-        config._test_tls = (str(certs.certfile), str(certs.keyfile))
+        config._test_tls = (str(certs.certfile), str(certs.keyfile), ca_certs, cert_reqs)
     if handshake_timeout is not None:
         config.ssl_handshake_timeout = handshake_timeout
     return config
@@ -272,6 +275,23 @@ def test_scope_has_https_and_the_tls_extension(serve, certs):
     assert tls["client_cert_error"] is None
 
 
+def test_scope_has_the_client_certificate_chain_and_name(serve, certs, tmp_path):
+    ca_file = tmp_path / "ca.pem"
+    certs.ca.cert_pem.write_to_path(str(ca_file))
+    server = serve(ca_certs=str(ca_file), cert_reqs=2)
+    context = certs.client_context()
+    client = certs.ca.issue_cert("client@example.org", common_name="test client")
+    client.configure_cert(context)
+    conn = https(server.port, context)
+    _, body = get(conn, "/scope")
+    conn.close()
+    tls = json.loads(body)["tls"]
+    chain = [ssl.PEM_cert_to_DER_cert(pem) for pem in tls["client_cert_chain"]]
+    assert chain[0] == ssl.PEM_cert_to_DER_cert(client.cert_chain_pems[0].bytes().decode())
+    assert "CN=test client" in tls["client_cert_name"]
+    assert tls["client_cert_error"] is None
+
+
 def test_tls_1_2_client_gets_version_0x0303(serve, certs):
     server = serve()
     context = certs.client_context()
@@ -325,6 +345,35 @@ def test_plaintext_http_to_the_tls_port_is_closed_without_an_http_answer(serve):
     assert peer_cert(server.port, _tls_client(server))
 
 
+def test_failed_handshakes_are_logged_at_debug_only(serve):
+    server = serve(log_level="debug")
+    records = Records()
+    logger = logging.getLogger("ferroloop.error")
+    logger.addHandler(records)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            _read_until_closed(sock)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
+            context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+            trustme.CA().configure_trust(context)  # not the server's CA: the client refuses
+            with pytest.raises(ssl.SSLError):
+                context.wrap_socket(sock, server_hostname="127.0.0.1")
+        # The client's alert reaches the server after the client raised.
+        deadline = time.monotonic() + PROMPT
+        while server.stats()["failed_handshake"] == 0:
+            assert time.monotonic() < deadline, server.stats()
+            time.sleep(0.01)
+    finally:
+        logger.removeHandler(records)
+    closed = [m for m in records.messages if "Connection closed" in m]
+    assert any(m.startswith("DEBUG") and "not TLS" in m for m in closed), records.messages
+    assert any(m.startswith("DEBUG") and "TLS handshake failed" in m for m in closed), records.messages
+    assert not [m for m in records.messages if m.startswith(("WARNING", "ERROR"))], records.messages
+    stats = server.stats()
+    assert (stats["failed_not_tls"], stats["failed_handshake"]) == (1, 1), stats
+
+
 def _tls_client(server) -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     _tls.authority().configure_trust(context)
@@ -335,6 +384,14 @@ def test_a_handshake_that_never_comes_is_closed_after_ssl_handshake_timeout(serv
     server = serve(ssl_handshake_timeout=0.3, timeout_request_head=60)
     with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
         assert _read_until_closed(sock) == b""  # closed, before the socket timeout
+    assert server.stats()["failed_timeout"] == 1
+
+
+def test_the_request_head_deadline_bounds_the_handshake_too(serve):
+    # It runs from accept: a handshake longer than it is cut there.
+    server = serve(ssl_handshake_timeout=60, timeout_request_head=0.3)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
+        assert _read_until_closed(sock) == b""
     assert server.stats()["failed_timeout"] == 1
 
 

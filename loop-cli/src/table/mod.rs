@@ -51,6 +51,18 @@ pub enum Kind {
     /// Response header fields, `NAME:VALUE` each. A repeated flag adds one;
     /// as text (an environment variable), one per line.
     Headers,
+    /// A list of [`Item`]s. A repeated flag adds one; as text (an
+    /// environment variable), one per line.
+    List(Item),
+}
+
+/// One entry of a [`Kind::List`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// A file-system path (UTF-8), never empty.
+    Path,
+    /// An SNI certificate, `HOST=CERTFILE:KEYFILE` (see [`crate::tls`]).
+    Sni,
 }
 
 /// How a [`Kind::Text`] value is checked.
@@ -294,6 +306,8 @@ impl Setting {
             Kind::BoolOrText => ("bool | str", "bool | str"),
             Kind::Object => ("Any", "Any"),
             Kind::Headers => ("list[tuple[str, str]]", "list[tuple[str, str]]"),
+            Kind::List(Item::Path) => ("list[str | os.PathLike[str]]", "list[str]"),
+            Kind::List(Item::Sni) => ("list[str]", "list[str]"),
         };
         let null = if self.null == Null::No { "" } else { " | None" };
         (format!("{keyword}{null}"), format!("{attribute}{null}"))
@@ -374,6 +388,11 @@ impl Setting {
             Kind::Path => "expected a path",
             Kind::Choice { .. } => "expected one of the listed values",
             Kind::Object => "cannot be given as text",
+            Kind::List(Item::Path) => "expected a path",
+            Kind::List(Item::Sni) => {
+                "expected HOST=CERTFILE:KEYFILE (a host name, '=', the certificate file, ':', its \
+                 key file)"
+            }
             Kind::Headers => {
                 "expected NAME:VALUE (a header name, ':', a Latin-1 value without control \
                  characters; not content-length, transfer-encoding, connection, trailer or \
@@ -393,6 +412,8 @@ impl Setting {
             Kind::Path => "PATH".to_owned(),
             Kind::Choice { values, .. } => format!("[{}]", values.join("|")),
             Kind::Headers => "NAME:VALUE".to_owned(),
+            Kind::List(Item::Path) => "PATH".to_owned(),
+            Kind::List(Item::Sni) => "HOST=CERTFILE:KEYFILE".to_owned(),
             Kind::Bool | Kind::Text(_) | Kind::BoolOrText | Kind::Object => "TEXT".to_owned(),
         }
     }

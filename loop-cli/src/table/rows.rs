@@ -1,7 +1,7 @@
 //! The rows of the settings table: every server setting ferroloop has, in
 //! `Config`'s keyword order (the `--help` order of their flags).
 
-use super::{Kind, Lit, Null, Setting, Status, Text};
+use super::{Item, Kind, Lit, Null, Setting, Status, Text};
 
 /// The `--lifespan` values, in `--help` order.
 pub const LIFESPANS: &[&str] = &["auto", "on", "off"];
@@ -524,37 +524,49 @@ pub static SETTINGS: &[Setting] = &[
     .status(Status::Ignored(
         "ferroloop's HTTP/1.1 implementation is built in (Rust)",
     )),
-    Setting::new("ssl_keyfile", Kind::Path, Lit::None, "SSL key file.")
-        .cli("--ssl-keyfile")
-        .null(Null::Unset)
-        .status(Status::Unsupported(TLS_LATER)),
+    // TLS: uvicorn's ssl_* settings (with its meanings), then ferroloop's.
+    Setting::new(
+        "ssl_keyfile",
+        Kind::Path,
+        Lit::None,
+        "TLS private key file (PEM: PKCS#8, PKCS#1 or SEC1; an ENCRYPTED PRIVATE KEY needs \
+         --ssl-keyfile-password). Needs --ssl-certfile.",
+    )
+    .cli("--ssl-keyfile")
+    .null(Null::Unset)
+    .expected("expected a path to a PEM key file")
+    .native(),
     Setting::new(
         "ssl_certfile",
         Kind::Path,
         Lit::None,
-        "SSL certificate file.",
+        "TLS certificate chain file (PEM, leaf first): serve HTTPS and WSS. Needs \
+         --ssl-keyfile.",
     )
     .cli("--ssl-certfile")
     .null(Null::Unset)
-    .status(Status::Unsupported(TLS_LATER)),
+    .expected("expected a path to a PEM certificate file")
+    .native(),
     Setting::new(
         "ssl_keyfile_password",
         Kind::Text(Text::Any),
         Lit::None,
-        "SSL keyfile password.",
+        "Password of an encrypted (PKCS#8) --ssl-keyfile.",
     )
     .cli("--ssl-keyfile-password")
     .null(Null::Unset)
-    .status(Status::Unsupported(TLS_LATER)),
+    .native(),
     Setting::new(
         "ssl_version",
         Kind::Int { min: 0, max: None },
         Lit::Int(17),
-        "SSL version to use (see the stdlib ssl module's).",
+        "uvicorn's ssl.PROTOCOL_* number: 17 (TLS_SERVER) or 2 (TLS) negotiate from \
+         --ssl-min-version; 5 (TLSv1_2) is a minimum of TLS 1.2; older protocols are refused \
+         (rustls speaks TLS 1.2 and 1.3).",
     )
     .cli("--ssl-version")
     .expected("expected an integer of at least 0")
-    .status(Status::Unsupported(TLS_LATER)),
+    .native(),
     Setting::new(
         "ssl_cert_reqs",
         Kind::Int {
@@ -562,28 +574,75 @@ pub static SETTINGS: &[Setting] = &[
             max: Some(2),
         },
         Lit::Int(0),
-        "Whether a client certificate is required (see the stdlib ssl module's).",
+        "Client certificates: 0 not asked for, 1 optional, 2 required (verified against \
+         --ssl-ca-certs).",
     )
     .cli("--ssl-cert-reqs")
     .expected("expected an integer from 0 to 2")
-    .status(Status::Unsupported(TLS_LATER)),
+    .native(),
     Setting::new(
         "ssl_ca_certs",
         Kind::Path,
         Lit::None,
-        "CA certificates file.",
+        "CA certificates file (PEM) that client certificates are verified against.",
     )
     .cli("--ssl-ca-certs")
     .null(Null::Unset)
-    .status(Status::Unsupported(TLS_LATER)),
+    .expected("expected a path to a PEM CA certificates file")
+    .native(),
     Setting::new(
         "ssl_ciphers",
         Kind::Text(Text::Any),
         Lit::Str("TLSv1"),
-        "Ciphers to use (see the stdlib ssl module's).",
+        "Cipher suites, ':'-separated IANA or OpenSSL names of those rustls offers; OpenSSL \
+         class keywords (TLSv1, HIGH, DEFAULT) mean rustls' defaults.",
     )
     .cli("--ssl-ciphers")
-    .status(Status::Unsupported(TLS_LATER)),
+    .native(),
+    Setting::new(
+        "ssl_crl",
+        Kind::List(Item::Path),
+        Lit::None,
+        "Certificate revocation list (PEM or DER) for client certificates (repeat for more).",
+    )
+    .cli("--ssl-crl")
+    .null(Null::Unset)
+    .native()
+    .py_type("list[str | os.PathLike[str]] | None", "list[str]"),
+    Setting::new(
+        "ssl_min_version",
+        Kind::Choice {
+            values: TLS_VERSIONS,
+            ignore_case: false,
+        },
+        Lit::Str("1.2"),
+        "Lowest TLS version accepted.",
+    )
+    .cli("--ssl-min-version")
+    .expected("expected one of: 1.2, 1.3")
+    .native(),
+    Setting::new(
+        "ssl_handshake_timeout",
+        Kind::Seconds { zero: false },
+        Lit::Float(10.0),
+        "Seconds a TLS handshake may take.",
+    )
+    .cli("--ssl-handshake-timeout")
+    .native(),
+    Setting::new(
+        "ssl_sni",
+        Kind::List(Item::Sni),
+        Lit::None,
+        "A certificate for clients that ask for HOST by SNI (repeat for more hosts); others \
+         get --ssl-certfile. In Config a mapping {host: (certfile, keyfile)}.",
+    )
+    .cli("--ssl-sni")
+    .null(Null::Unset)
+    .native()
+    .py_type(
+        "Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]] | list[str] | None",
+        "dict[str, tuple[str, str]]",
+    ),
     Setting::new("http2", Kind::Bool, Lit::Bool(false), "Enable HTTP/2.")
         .cli("--http2")
         .status(Status::Unsupported(
@@ -651,7 +710,8 @@ pub static SETTINGS: &[Setting] = &[
 pub const WS_IMPLEMENTATIONS: &[&str] =
     &["auto", "none", "websockets", "websockets-sansio", "wsproto"];
 
-const TLS_LATER: &str = "TLS lands with issue 15; terminate TLS at a proxy in front (nginx, \
-                         HAProxy) meanwhile";
+/// The `--ssl-min-version` values.
+pub const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];
+
 const RELOAD_LATER: &str = "auto-reload lands with issue 16; run under a file watcher meanwhile \
                             (e.g. watchfiles 'ferroloop myapp:app')";

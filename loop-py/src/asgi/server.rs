@@ -460,24 +460,35 @@ impl HttpServer {
 }
 
 /// The test build's stand-in for the TLS settings rows until they land:
-/// `config._test_tls = (certfile, keyfile)` turns TLS on.
+/// `config._test_tls = (certfile, keyfile)` turns TLS on;
+/// `(certfile, keyfile, ca_certs, cert_reqs)` asks for client
+/// certificates too (uvicorn's 1 optional, 2 required).
 #[cfg(feature = "test-hooks")]
 fn test_tls_settings(config: &Bound<'_, PyAny>, settings: &mut Settings) -> PyResult<()> {
+    type Hook = (String, String, Option<String>, Option<u8>);
     if settings.tls.is_some() {
         return Ok(());
     }
     let Ok(value) = config.getattr("_test_tls") else {
         return Ok(());
     };
-    let Some((certfile, keyfile)) = value.extract::<Option<(String, String)>>()? else {
+    let hook: Option<Hook> = match value.extract::<Option<(String, String)>>() {
+        Ok(pair) => pair.map(|(c, k)| (c, k, None, None)),
+        Err(_) => Some(value.extract::<Hook>()?),
+    };
+    let Some((certfile, keyfile, ca_certs, reqs)) = hook else {
         return Ok(());
     };
     let tls = loop_tls::TlsSettings {
         certfile: certfile.into(),
         keyfile: keyfile.into(),
         password: None,
-        ca_certs: None,
-        client_auth: loop_tls::ClientAuth::None,
+        ca_certs: ca_certs.map(Into::into),
+        client_auth: match reqs {
+            Some(2) => loop_tls::ClientAuth::Required,
+            Some(1) => loop_tls::ClientAuth::Optional,
+            _ => loop_tls::ClientAuth::None,
+        },
         crls: Vec::new(),
         min_version: loop_tls::MinVersion::Tls12,
         ciphers: None,

@@ -5,7 +5,7 @@ gen-settings`; `cargo test -p loop-cli` fails when they are stale."""
 
 import os
 import socket
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 SETTINGS: dict[str, dict[str, Any]]
 LIFESPAN_MODES: tuple[str, ...]
@@ -74,6 +74,10 @@ class Config:
     ssl_cert_reqs: int
     ssl_ca_certs: str | None
     ssl_ciphers: str
+    ssl_crl: list[str]
+    ssl_min_version: str
+    ssl_handshake_timeout: float
+    ssl_sni: dict[str, tuple[str, str]]
     http2: bool
     def __init__(
         self,
@@ -130,6 +134,10 @@ class Config:
         ssl_cert_reqs: int = 0,
         ssl_ca_certs: str | os.PathLike[str] | None = None,
         ssl_ciphers: str = "TLSv1",
+        ssl_crl: list[str | os.PathLike[str]] | None = None,
+        ssl_min_version: str = "1.2",
+        ssl_handshake_timeout: float = 10.0,
+        ssl_sni: Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]] | list[str] | None = None,
         http2: bool = False,
     ) -> None: ...
     # END GENERATED settings

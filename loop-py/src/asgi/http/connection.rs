@@ -673,7 +673,13 @@ impl HttpConnection {
         match action {
             TimerAction::Nothing => Ok(()),
             TimerAction::Lose(expired) => {
-                slf.borrow_mut().closing_because(expired.as_str());
+                let mut me = slf.borrow_mut();
+                // The head deadline came first: the handshake timed out.
+                if let Some(tls) = me.tls.as_ref().filter(|t| !t.established()) {
+                    tls.timed_out();
+                }
+                me.closing_because(expired.as_str());
+                drop(me);
                 Self::lose(slf)
             }
             TimerAction::Fail(status) => Self::fail(slf, status),
