@@ -20,6 +20,9 @@ const BASE_PACKAGES: &[&str] = &[
     "httpx>=0.27",
     "aiohttp>=3.9",
     "trustme>=1",
+    // tests/_tls.py writes keys, expired certificates and CRLs with it
+    // directly (trustme depends on it; named because the tests import it).
+    "cryptography>=42",
     // ASGI frameworks and clients the native HTTP server's tests run.
     "starlette>=0.40",
     "fastapi>=0.115",
@@ -32,7 +35,7 @@ const BASE_PACKAGES: &[&str] = &[
 
 /// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
 const BASE_IMPORTS: &str =
-    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, starlette, fastapi, websockets, yaml, kosoku";
+    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, yaml, kosoku";
 
 pub struct Venv {
     pub dir: PathBuf,
