@@ -139,6 +139,8 @@ def _crl_pem(ca: trustme.CA, revoked: list[trustme.LeafCert]) -> bytes:
         .issuer_name(ca_cert.subject)
         .last_update(now - datetime.timedelta(days=1))
         .next_update(now + datetime.timedelta(days=30))
+        # webpki (rustls) requires the CRL number, as RFC 5280 §5.2.3 does.
+        .add_extension(x509.CRLNumber(1), critical=False)
     )
     for leaf in revoked:
         cert = x509.load_pem_x509_certificate(leaf.cert_chain_pems[0].bytes())

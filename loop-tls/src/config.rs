@@ -190,17 +190,24 @@ fn client_verifier(
             )
         })?;
     }
+    let roots = Arc::new(roots);
     let mut crls = Vec::new();
     for path in &settings.crls {
-        crls.extend(pem::load_crls(path)?);
+        let file_crls = pem::load_crls(path)?;
+        // webpki parses CRLs when the verifier is built: build one per
+        // file so a bad CRL's error names its file.
+        WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .with_crls(file_crls.clone())
+            .build()
+            .map_err(|e| pem::file_error(path, format!("not a usable CRL: {e}")))?;
+        crls.extend(file_crls);
     }
     if settings.client_auth == ClientAuth::None {
         // Read and checked, but no certificate is asked for.
         return Ok(None);
     }
     let mut builder =
-        WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .with_crls(crls);
+        WebPkiClientVerifier::builder_with_provider(roots, provider.clone()).with_crls(crls);
     if settings.client_auth == ClientAuth::Optional {
         builder = builder.allow_unauthenticated();
     }

@@ -126,20 +126,13 @@ def certs(tmp_path) -> CertFiles:
 
 
 def tls_config(certs: CertFiles, *, ca_certs: str | None = None, cert_reqs: int = 0, **settings) -> "ferroloop.Config":
-    """A `Config` serving `app` over TLS with `certs`: through the
-    `ssl_*` settings where this build has them, else the test build's hook
-    (`_test_tls`) that stands in for them."""
+    """A `Config` serving `app` over TLS with `certs`."""
     handshake_timeout = settings.pop("ssl_handshake_timeout", None)
     settings.setdefault("port", 0)
     ssl = {"ssl_certfile": str(certs.certfile), "ssl_keyfile": str(certs.keyfile)}
     if ca_certs is not None:
         ssl.update(ssl_ca_certs=ca_certs, ssl_cert_reqs=cert_reqs)
-    try:
-        config = ferroloop.Config(app, **ssl, **settings)
-    except ValueError:
-        config = ferroloop.Config(app, **settings)
-    # Used only when the native settings did not load TLS from `ssl`.
-    config._test_tls = (str(certs.certfile), str(certs.keyfile), ca_certs, cert_reqs)
+    config = ferroloop.Config(app, **ssl, **settings)
     if handshake_timeout is not None:
         config.ssl_handshake_timeout = handshake_timeout
     return config

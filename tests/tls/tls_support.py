@@ -37,9 +37,6 @@ from _tls import TlsFiles  # noqa: F401 - re-exported
 HERE = Path(__file__).resolve().parent
 
 PEER_ENV = "FERROLOOP_TLS_TEST_PEER"
-#: ``1``: serve ferroloop through hook_server.py (the test build's
-#: ``Config._test_tls``) while the CLI's ``--ssl-*`` flags have not landed.
-HOOK_ENV = "FERROLOOP_TLS_TEST_HOOK"
 
 # Generous bounds for what must happen (a loaded 2-core machine).
 IO_TIMEOUT = 20.0
@@ -93,8 +90,6 @@ def server_argv(port: int, settings: dict, app: str = "tls_apps:app") -> list[st
     if peer() == "uvicorn":
         kept = {k: v for k, v in settings.items() if k not in FERROLOOP_SETTINGS}
         return [sys.executable, "-m", "uvicorn", app, "--port", str(port), *settings_flags(kept)]
-    if os.environ.get(HOOK_ENV) == "1":
-        return [sys.executable, str(HERE / "hook_server.py"), app, "--port", str(port), *settings_flags(settings)]
     return [sys.executable, "-m", "ferroloop", app, "--port", str(port), *settings_flags(settings)]
 
 

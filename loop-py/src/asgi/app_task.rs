@@ -13,14 +13,14 @@
 //! and not in `asyncio.all_tasks()` (README: differences).
 
 use super::kind::TaskOwner;
-use super::ws::Receiving;
 use crate::event_loop::Loop;
 use crate::pyapi;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyType};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -276,7 +276,7 @@ impl AppTask {
                 .call_method1(intern!(py, "call_soon"), (again,))?;
             return Ok(());
         }
-        if obj.is_instance_of::<Receiving>() {
+        if is_self_resuming(&obj) {
             // A native `receive()` awaitable: it resumes the task itself
             // (no done callback); it is the waiter `cancel()` cancels.
             let (must_cancel, msg) = {
@@ -660,4 +660,19 @@ impl AppTask {
         self.cancel_message = None;
         self.name = None;
     }
+}
+
+/// The type of a native awaitable that resumes its task itself, with no
+/// done callback: the WebSocket `receive()`'s, registered by the layer
+/// above (asgi::ws) so this module need not know it.
+static SELF_RESUMING: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+pub(super) fn register_self_resuming(ty: &Bound<'_, PyType>) {
+    let _ = SELF_RESUMING.set(ty.py(), ty.clone().unbind());
+}
+
+fn is_self_resuming(obj: &Bound<'_, PyAny>) -> bool {
+    SELF_RESUMING
+        .get(obj.py())
+        .is_some_and(|ty| obj.get_type().is(ty.bind(obj.py())))
 }

@@ -244,10 +244,7 @@ impl HttpServer {
                 "ferroloop's HTTP server runs on a ferroloop loop: use ferroloop.run() or ferroloop.serve()",
             )
         })?;
-        #[allow(unused_mut)]
-        let mut settings = Settings::from_py(config)?;
-        #[cfg(feature = "test-hooks")]
-        test_tls_settings(config, &mut settings)?;
+        let settings = Settings::from_py(config)?;
         let done_future = Loop::create_future(event_loop)?;
         done_future.call_method1(intern!(py, "set_result"), (py.None(),))?;
         let conn_config = connection_config(&settings);
@@ -457,47 +454,4 @@ impl HttpServer {
             Ok(())
         })
     }
-}
-
-/// The test build's stand-in for the TLS settings rows until they land:
-/// `config._test_tls = (certfile, keyfile)` turns TLS on;
-/// `(certfile, keyfile, ca_certs, cert_reqs)` asks for client
-/// certificates too (uvicorn's 1 optional, 2 required).
-#[cfg(feature = "test-hooks")]
-fn test_tls_settings(config: &Bound<'_, PyAny>, settings: &mut Settings) -> PyResult<()> {
-    type Hook = (String, String, Option<String>, Option<u8>);
-    if settings.tls.is_some() {
-        return Ok(());
-    }
-    let Ok(value) = config.getattr("_test_tls") else {
-        return Ok(());
-    };
-    let hook: Option<Hook> = match value.extract::<Option<(String, String)>>() {
-        Ok(pair) => pair.map(|(c, k)| (c, k, None, None)),
-        Err(_) => Some(value.extract::<Hook>()?),
-    };
-    let Some((certfile, keyfile, ca_certs, reqs)) = hook else {
-        return Ok(());
-    };
-    let tls = loop_tls::TlsSettings {
-        certfile: certfile.into(),
-        keyfile: keyfile.into(),
-        password: None,
-        ca_certs: ca_certs.map(Into::into),
-        client_auth: match reqs {
-            Some(2) => loop_tls::ClientAuth::Required,
-            Some(1) => loop_tls::ClientAuth::Optional,
-            _ => loop_tls::ClientAuth::None,
-        },
-        crls: Vec::new(),
-        min_version: loop_tls::MinVersion::Tls12,
-        ciphers: None,
-        sni: Vec::new(),
-        max_handshake_bytes: loop_tls::TlsSettings::DEFAULT_MAX_HANDSHAKE_BYTES,
-    };
-    let loaded = loop_tls::TlsConfig::load(&tls)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-    settings.tls = Some(tls);
-    settings.tls_config = Some(loaded);
-    Ok(())
 }

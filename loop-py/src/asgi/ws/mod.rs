@@ -24,7 +24,6 @@ mod receiving;
 mod session;
 
 pub(super) use calls::{WsReceive, WsSend};
-pub(super) use receiving::Receiving;
 pub(super) use session::{http_lost, WsSession};
 
 use super::kind::{ConnHandle, TaskOwner};

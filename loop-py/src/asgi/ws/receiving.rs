@@ -290,10 +290,12 @@ unsafe extern "C" fn am_send(
     status
 }
 
-/// Give the type its `am_send` slot (once): PyO3 has no method for it.
+/// Give the type its `am_send` slot (once): PyO3 has no method for it;
+/// and tell `AppTask` that its instances resume the task themselves.
 pub(super) fn install_send_slot(py: Python<'_>) {
     static DONE: PyOnceLock<()> = PyOnceLock::new();
     DONE.get_or_init(py, || {
+        super::super::app_task::register_self_resuming(&py.get_type::<Receiving>());
         let tp = py.get_type::<Receiving>().as_type_ptr();
         // SAFETY: `tp` is our heap type, alive for the interpreter; it has
         // an async-methods table (it defines `__await__`) that belongs to
