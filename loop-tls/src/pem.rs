@@ -124,9 +124,14 @@ pub(crate) fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, Co
         if block.label != "CERTIFICATE" && block.label != "TRUSTED CERTIFICATE" {
             continue;
         }
-        let (_, der) = decode(path, &block)?;
-        x509_parser::parse_x509_certificate(&der)
-            .map_err(|e| block.error(path, format!("not an X.509 certificate: {e}")))?;
+        let (_, mut der) = decode(path, &block)?;
+        let rest = x509_parser::parse_x509_certificate(&der)
+            .map_err(|e| block.error(path, format!("not an X.509 certificate: {e}")))?
+            .0
+            .len();
+        // OpenSSL's TRUSTED CERTIFICATE appends trust settings after the
+        // certificate: keep the certificate only.
+        der.truncate(der.len() - rest);
         certs.push(CertificateDer::from(der));
     }
     if certs.is_empty() {

@@ -208,6 +208,11 @@ impl TlsSession {
         self.flush(wire);
     }
 
+    /// The peer's `close_notify` arrived: no more plaintext will follow.
+    pub fn peer_closed(&self) -> bool {
+        self.peer_closed
+    }
+
     /// The peer sent EOF.
     pub fn eof(&mut self) -> Eof {
         if self.peer_closed {

@@ -49,6 +49,12 @@ pub trait ByteLayer: Send + Sync {
     fn close(&mut self, wire: &mut Vec<u8>);
     /// The peer sent EOF.
     fn eof(&mut self) -> Eof;
+    /// The peer ended the layer's stream within it (TLS: `close_notify`)
+    /// and will send no more application bytes, FIN or not: a client may
+    /// wait for ours before closing the socket.
+    fn peer_closed(&self) -> bool {
+        false
+    }
 }
 
 /// One step of [`LayeredStream::read_into`].
@@ -110,6 +116,13 @@ impl LayeredStream {
         self.layer.is_some()
     }
 
+    /// The layer's stream ended inside it (TLS `close_notify`): after the
+    /// data of the read that brought it, treat it as EOF (no readiness
+    /// event need follow: the peer may keep the socket open).
+    pub fn peer_ended(&self) -> bool {
+        self.layer.as_ref().is_some_and(|l| l.peer_closed())
+    }
+
     /// Whether to read now: the protocol's wish, or the layer's need.
     pub fn wants_read(&self, protocol_wants: bool) -> bool {
         protocol_wants || self.layer.as_ref().is_some_and(|l| l.wants_read())
@@ -128,6 +141,9 @@ impl LayeredStream {
     /// One read into `buf` (the caller's, shared by many streams): plain
     /// data is returned in place.
     pub fn read_into<'a>(&'a mut self, buf: &'a mut [u8]) -> Result<LayerRead<'a>, Error> {
+        if self.peer_ended() {
+            return Ok(LayerRead::Eof(Eof::Clean));
+        }
         self.core.begin_read_event();
         let n = match self.core.read_into(buf)? {
             ReadInto::Data(n) => n,
@@ -149,6 +165,9 @@ impl LayeredStream {
         }
         // A handshake answers with output of its own.
         self.send_layer_output();
+        if self.app_in.is_empty() && self.peer_ended() {
+            return Ok(LayerRead::Eof(Eof::Clean));
+        }
         Ok(LayerRead::Data(&self.app_in))
     }
 

@@ -252,6 +252,28 @@ def test_keep_alive_over_tls_serves_many_requests_on_one_connection(serve, certs
     assert server.stats()["handshakes"] == 1
 
 
+def test_client_close_notify_is_answered_without_waiting_for_a_fin(serve, certs):
+    """A client that sends `close_notify` and waits for ours (the `ssl`
+    module's `unwrap()`) gets it at once: the server does not wait for a
+    FIN or the keep-alive timeout."""
+    server = serve(timeout_keep_alive=30)
+    raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    tls = certs.client_context().wrap_socket(raw, server_hostname="localhost")
+    tls.sendall(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n")
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += tls.recv(65536)
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += tls.recv(65536)
+    # Sends close_notify, then reads the server's: a server that waited
+    # for a FIN (or the 30 s keep-alive timeout) makes it time out.
+    plain = tls.unwrap()
+    plain.close()
+
+
 def test_scope_has_https_and_the_tls_extension(serve, certs):
     server = serve()
     conn = https(server.port, certs.client_context())

@@ -166,7 +166,15 @@ impl ByteLayer for TlsLayer {
     }
 
     fn close(&mut self, wire: &mut Vec<u8>) {
-        self.session.close(wire);
+        // A handshake that never completed (a timeout, a stray client)
+        // ends with the bare close: there is no session to end in order.
+        if self.state.established() {
+            self.session.close(wire);
+        }
+    }
+
+    fn peer_closed(&self) -> bool {
+        self.session.peer_closed()
     }
 
     fn eof(&mut self) -> Eof {

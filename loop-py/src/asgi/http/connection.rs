@@ -552,6 +552,12 @@ impl HttpConnection {
     /// socket and tell the app.
     pub(in crate::asgi) fn lose(slf: &Bound<'_, Self>) -> PyResult<()> {
         if let Some((mut stream, _)) = Self::detach(slf)? {
+            if stream.has_layer() {
+                // TLS: `close_notify` first, if the socket takes it now, so
+                // the client sees an orderly end (one that sent its own
+                // waits for ours); a dead socket just refuses it.
+                let _ = stream.shutdown();
+            }
             stream.close_fd();
         }
         Ok(())
@@ -712,7 +718,12 @@ impl HttpConnection {
                 // Empty when only TLS records (a handshake's) arrived.
                 Ok(LayerRead::Data(data)) => {
                     me.http.receive(data);
-                    (true, "".into())
+                    if stream.peer_ended() {
+                        // `close_notify` came with the data: an EOF now.
+                        (false, "closed by the client".into())
+                    } else {
+                        (true, "".into())
+                    }
                 }
                 Ok(LayerRead::Done) => match stream.take_closed() {
                     None => (true, "".into()),

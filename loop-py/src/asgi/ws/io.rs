@@ -75,8 +75,10 @@ fn after_input(slf: &Bound<'_, WsSession>, from_read: bool) -> PyResult<()> {
             }
         }
     }
-    session::wake_receiver(slf, from_read)?;
-    flush(slf)
+    let woken = session::wake_receiver(slf, from_read);
+    // Pongs and frames already queued go out whatever the app did.
+    flush(slf)?;
+    woken
 }
 
 /// The app took a message from a full queue: decode input kept back, and
@@ -451,10 +453,14 @@ impl WsSession {
             let mut srv = server.bind(py).borrow_mut();
             match stream.read_into(srv.read_buffer()) {
                 // Lingering: input is dropped until the peer's EOF.
-                Ok(LayerRead::Data(_)) if lingering => false,
+                Ok(LayerRead::Data(_)) if lingering => stream.peer_ended(),
                 Ok(LayerRead::Eof(_)) if lingering => true,
                 Ok(LayerRead::Data(data)) => {
                     ws.receive(data, now);
+                    // `close_notify` came with the data: an EOF after it.
+                    if stream.peer_ended() {
+                        ws.receive_eof();
+                    }
                     false
                 }
                 Ok(LayerRead::Done) => {

@@ -376,7 +376,13 @@ pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>, now: bool) -> PyResult<(
             }
             let task = slf.borrow().task.as_ref().map(|t| t.clone_ref(py));
             if let Some(task) = task {
-                receiving::resume_task(task.bind(py), now)?;
+                // Settle (and the caller's flush) even when the resumed
+                // task raised out (KeyboardInterrupt): then report it.
+                let resumed = receiving::resume_task(task.bind(py), now);
+                if resumed.is_err() {
+                    io::settle(slf)?;
+                }
+                resumed?;
             }
         }
         Err(_) => {
