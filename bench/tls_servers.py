@@ -59,6 +59,8 @@ SERVERS[PLAIN] = Server(
     HTTP_SERVERS[SUBJECT].settings + " (plaintext HTTP, no TLS: the Target's denominator)",
     workloads=KEEPALIVE_WORKLOADS,
 )
+# Beside ferroloop in every table.
+SERVERS = {n: SERVERS[n] for n in ("ferroloop", PLAIN, *SERVERS) if n in SERVERS}
 
 CORE = ("ferroloop", BASE, PLAIN)
 

@@ -160,7 +160,7 @@ async fn serve(
         let closing = matches!(conn.phase(), Phase::Closing | Phase::Closed);
         flush(&stream, layer.as_mut(), &mut out, &mut wire, closing).await?;
         if let Next::Upgrade(ws) = next {
-            return wss::session(&stream, layer.as_mut(), ws, &mut buf).await;
+            return wss::session(&stream, layer.as_mut(), *ws, &mut buf).await;
         }
         if closing {
             return Ok(()); // dropping the stream closes it
@@ -232,7 +232,7 @@ enum Next {
     /// The exchange is over (the peer went away mid-body).
     Over,
     /// A `101` is in `out`: WebSocket from here on.
-    Upgrade(loop_ws::Connection),
+    Upgrade(Box<loop_ws::Connection>),
 }
 
 /// Run HTTP over the decrypted input until it waits, ends or upgrades.
@@ -253,7 +253,7 @@ fn http(
                 if !wss::is_ws_path(conn, id) {
                     *active = Some(id);
                 } else if let Some(session) = wss::handshake(conn, id, out, date.get(), ws)? {
-                    return Ok(Next::Upgrade(session));
+                    return Ok(Next::Upgrade(Box::new(session)));
                 }
             }
             Step::Deliver => conn.reader_left(),
