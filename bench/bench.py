@@ -269,6 +269,51 @@ def _finish(
     return 1 if core_failures else 0
 
 
+def _wrk() -> str | None:
+    """wrk (installed when missing), or None after saying why not."""
+    try:
+        return http_suite.ensure_wrk()
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
+def _servers(
+    args: argparse.Namespace, servers: dict, core: tuple[str, ...], probe
+) -> Contenders | None:
+    """`_prepare` for a server suite: `servers` maps names to their
+    definitions (`.dists`, `.settings`)."""
+    return _prepare(
+        args,
+        known=servers,
+        dists=lambda names: {n: servers[n].dists for n in names},
+        probe=probe,
+        core=core,
+    )
+
+
+def _timing(args: argparse.Namespace, suite):
+    """The suite module's Timing, --quick or not."""
+    return suite.Timing(
+        warmup_s=suite.QUICK_WARMUP_S if args.quick else suite.WARMUP_S,
+        duration_s=suite.QUICK_DURATION_S if args.quick else suite.DURATION_S,
+    )
+
+
+def _method(args, rounds: int, timing, placement, servers: dict, contenders, **extra) -> dict:
+    """The `method` record the server suites share; `extra`: theirs."""
+    return {
+        "rounds": rounds,
+        "quick": args.quick,
+        "warmup_s": timing.warmup_s,
+        "duration_s": timing.duration_s,
+        **extra,
+        "server_cpu": placement.server_cpu,
+        "client_cpu": placement.client_cpu,
+        "settings": {s: servers[s].settings for s in contenders.runnable},
+    }
+
+
 def run_sched(args: argparse.Namespace) -> int:
     contenders = _prepare(args)
     if contenders is None:
@@ -329,10 +374,8 @@ def run_echo(args: argparse.Namespace) -> int:
 
 
 def run_http(args: argparse.Namespace) -> int:
-    try:
-        wrk = http_suite.ensure_wrk()
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    wrk = _wrk()
+    if wrk is None:
         return 1
     names = args.contenders or list(http_servers.SERVERS)
     plaintext, build_error = args.plaintext, None
@@ -342,36 +385,24 @@ def run_http(args: argparse.Namespace) -> int:
         except (OSError, subprocess.CalledProcessError) as exc:
             build_error = f"cannot build it: {exc}"
             print(f"warning: rust-plaintext: {build_error}", file=sys.stderr)
-    contenders = _prepare(
+    contenders = _servers(
         args,
-        known=http_servers.SERVERS,
-        dists=lambda names: {n: http_servers.SERVERS[n].dists for n in names},
-        probe=lambda env, names: http_servers.probe(env, names, plaintext, build_error),
-        core=http_servers.CORE,
+        http_servers.SERVERS,
+        http_servers.CORE,
+        lambda env, names: http_servers.probe(env, names, plaintext, build_error),
     )
     if contenders is None:
         return 1
     workloads = args.workloads or list(HTTP_WORKLOADS)
     rounds = _rounds(args, "http")
-    timing = http_suite.Timing(
-        warmup_s=http_suite.QUICK_WARMUP_S if args.quick else http_suite.WARMUP_S,
-        duration_s=http_suite.QUICK_DURATION_S if args.quick else http_suite.DURATION_S,
-    )
+    timing = _timing(args, http_suite)
     placement = http_suite.Placement(server_cpu=cpus.measured_cpu(), client_cpu=cpus.load_cpu())
 
     started = time.time()
-    method = {
-        "rounds": rounds,
-        "quick": args.quick,
-        "warmup_s": timing.warmup_s,
-        "duration_s": timing.duration_s,
-        "conns": timing.conns,
-        "threads": timing.threads,
-        "server_cpu": placement.server_cpu,
-        "client_cpu": placement.client_cpu,
-        "wrk": http_suite.wrk_version(wrk),
-        "settings": {s: http_servers.SERVERS[s].settings for s in contenders.runnable},
-    }
+    method = _method(
+        args, rounds, timing, placement, http_servers.SERVERS, contenders,
+        conns=timing.conns, threads=timing.threads, wrk=http_suite.wrk_version(wrk),
+    )  # fmt: skip
     result = _result("http", started, args, contenders, method)
     records = http_suite.run(
         contenders.env,
@@ -391,12 +422,11 @@ def run_http(args: argparse.Namespace) -> int:
 
 
 def run_ws(args: argparse.Namespace) -> int:
-    contenders = _prepare(
+    contenders = _servers(
         args,
-        known=ws_servers.SERVERS,
-        dists=lambda names: {n: ws_servers.SERVERS[n].dists for n in names},
-        probe=lambda env, names: http_servers.probe(env, names, None),
-        core=ws_servers.CORE,
+        ws_servers.SERVERS,
+        ws_servers.CORE,
+        lambda env, names: http_servers.probe(env, names, None),
     )
     if contenders is None:
         return 1
@@ -404,25 +434,15 @@ def run_ws(args: argparse.Namespace) -> int:
         return 1
     workloads = args.workloads or list(WS_WORKLOADS)
     rounds = _rounds(args, "ws")
-    timing = ws_suite.Timing(
-        warmup_s=ws_suite.QUICK_WARMUP_S if args.quick else ws_suite.WARMUP_S,
-        duration_s=ws_suite.QUICK_DURATION_S if args.quick else ws_suite.DURATION_S,
-    )
+    timing = _timing(args, ws_suite)
     placement = ws_suite.Placement(server_cpu=cpus.measured_cpu(), client_cpu=cpus.load_cpu())
 
     started = time.time()
-    method = {
-        "rounds": rounds,
-        "quick": args.quick,
-        "warmup_s": timing.warmup_s,
-        "duration_s": timing.duration_s,
-        "conns": WS_WORKLOADS["bin_64"].conns,
-        "idle_conns": WS_WORKLOADS["idle_1k"].conns,
-        "server_cpu": placement.server_cpu,
-        "client_cpu": placement.client_cpu,
-        "client": str(args.client),
-        "settings": {s: ws_servers.SERVERS[s].settings for s in contenders.runnable},
-    }
+    method = _method(
+        args, rounds, timing, placement, ws_servers.SERVERS, contenders,
+        conns=WS_WORKLOADS["bin_64"].conns, idle_conns=WS_WORKLOADS["idle_1k"].conns,
+        client=str(args.client),
+    )  # fmt: skip
     result = _result("ws", started, args, contenders, method)
     records = ws_suite.run(
         contenders.env,
@@ -449,45 +469,25 @@ def _tls_progress(record: dict) -> None:
 
 
 def run_tls(args: argparse.Namespace) -> int:
-    """The TLS suite (tls_suite.py): keep-alive HTTPS with wrk, full and
-    resumed handshakes with `xtask tls-client`."""
-    try:
-        wrk = http_suite.ensure_wrk()
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    """The TLS suite (tls_suite.py): keep-alive HTTPS with wrk (and
+    ferroloop's plaintext HTTP beside it), full and resumed handshakes with
+    `xtask tls-client`."""
+    wrk = _wrk()
+    if wrk is None or not _built_client(args):
         return 1
-    if not _built_client(args):
-        return 1
-    contenders = _prepare(
-        args,
-        known=tls_servers.SERVERS,
-        dists=lambda names: {n: tls_servers.SERVERS[n].dists for n in names},
-        probe=lambda env, names: http_servers.probe(env, names, None),
-        core=tls_servers.CORE,
-    )
+    contenders = _servers(args, tls_servers.SERVERS, tls_servers.CORE, tls_servers.probe)
     if contenders is None:
         return 1
     workloads = args.workloads or list(TLS_WORKLOADS)
     rounds = _rounds(args, "tls")
-    timing = tls_suite.Timing(
-        warmup_s=tls_suite.QUICK_WARMUP_S if args.quick else tls_suite.WARMUP_S,
-        duration_s=tls_suite.QUICK_DURATION_S if args.quick else tls_suite.DURATION_S,
-    )
+    timing = _timing(args, tls_suite)
     placement = http_suite.Placement(server_cpu=cpus.measured_cpu(), client_cpu=cpus.load_cpu())
     started = time.time()
-    method = {
-        "rounds": rounds,
-        "quick": args.quick,
-        "warmup_s": timing.warmup_s,
-        "duration_s": timing.duration_s,
-        "conns": timing.conns,
-        "threads": timing.threads,
-        "handshake_conns": timing.handshake_conns,
-        "server_cpu": placement.server_cpu,
-        "client_cpu": placement.client_cpu,
-        "wrk": http_suite.wrk_version(wrk),
-        "settings": {s: tls_servers.SERVERS[s].settings for s in contenders.runnable},
-    }
+    method = _method(
+        args, rounds, timing, placement, tls_servers.SERVERS, contenders,
+        conns=timing.conns, threads=timing.threads, handshake_conns=timing.handshake_conns,
+        wrk=http_suite.wrk_version(wrk),
+    )  # fmt: skip
     result = _result("tls", started, args, contenders, method)
     with tempfile.TemporaryDirectory(prefix="ferroloop-tls-bench-") as tmp:
         certs = tls_servers.make_certs(Path(tmp))

@@ -62,20 +62,28 @@ def _ceiling_lines(result: dict, servers: list[str]) -> list[str]:
     ]
 
 
+def per_cpu_table(result: dict, servers: list[str], title: str, label) -> list[str]:
+    """Requests per server CPU-second with the server's CPU % (shared with
+    the TLS suite's report)."""
+    return report.table(
+        result,
+        servers,
+        title,
+        label,
+        lambda got, _: (
+            f"{report.ops(got['median_req_per_cpu_s'])} ({got['median_server_cpu_pct']:.0f}%)"
+        ),
+    )
+
+
 def markdown(result: dict) -> str:
     servers = [n for n, c in result["contenders"].items() if c["available"]]
     lines = _header(result)
     lines += report.table(
         result, servers, "Requests/s", _label, lambda got, _: report.ops(got["median_req_per_s"])
     )
-    lines += report.table(
-        result,
-        servers,
-        "Requests per server CPU-second (server CPU %)",
-        _label,
-        lambda got, _: (
-            f"{report.ops(got['median_req_per_cpu_s'])} ({got['median_server_cpu_pct']:.0f}%)"
-        ),
+    lines += per_cpu_table(
+        result, servers, "Requests per server CPU-second (server CPU %)", _label
     )
     lines += report.table(
         result,

@@ -5,8 +5,15 @@ server's peak RSS per connection, and ferroloop's paired ratios."""
 from __future__ import annotations
 
 import report
+from contenders import BASE
+from http_report import per_cpu_table
 from summary import SUBJECT, against_base, cells, subject_ratios
+from tls_servers import PLAIN
 from tls_workloads import KEEPALIVE, WORKLOADS
+
+# The issue's Target: ferroloop's keep-alive HTTPS at least this fraction
+# of its own plaintext HTTP, per server CPU-second, in the same run.
+TARGET = 0.75
 
 METRICS = ("req_per_s", "server_cpu_pct", "req_per_cpu_s", "peak_rss_mib", "kib_per_conn")
 RATIOS = ("req_per_cpu_s", "req_per_s")
@@ -71,14 +78,11 @@ def _header(result: dict) -> list[str]:
 def markdown(result: dict) -> str:
     servers = [n for n, c in result["contenders"].items() if c["available"]]
     lines = _header(result)
-    lines += report.table(
+    lines += per_cpu_table(
         result,
         servers,
         "Requests (keep-alive) or handshakes per server CPU-second (server CPU %)",
         _label,
-        lambda got, _: (
-            f"{report.ops(got['median_req_per_cpu_s'])} ({got['median_server_cpu_pct']:.0f}%)"
-        ),
     )
     lines += report.table(
         result, servers, "Per second", _label, lambda got, _: report.ops(got["median_req_per_s"])
@@ -99,6 +103,8 @@ def markdown(result: dict) -> str:
             RATIOS,
             missing="–",
         )
+    lines += _target_lines(result)
+    lines += _must_lines(result, servers)
     lines.append(
         "Cells: medians over rounds; ratios: median over rounds of the paired ratio, above 1 = "
         "ferroloop ahead. The issue's Must: ferroloop ≥ every peer per server CPU-second on "
@@ -108,6 +114,48 @@ def markdown(result: dict) -> str:
     if failed:
         lines += ["", "Failures:", *failed]
     return "\n".join(lines) + "\n"
+
+
+def _ratio(entry: dict, other: str) -> float | None:
+    return entry.get("ferroloop_ratio", {}).get(other, {}).get("req_per_cpu_s")
+
+
+def _target_lines(result: dict) -> list[str]:
+    """ferroloop TLS / ferroloop plaintext per server CPU-s, per keep-alive
+    workload (the paired ratio with ferroloop-http)."""
+    cells = []
+    for entry in result["workloads"].values():
+        x = _ratio(entry, PLAIN)
+        if entry["kind"] == KEEPALIVE and x is not None:
+            verdict = "meets" if x >= TARGET else "misses"
+            cells.append(f"{entry['label']}: **{x:.2f}** ({verdict} {TARGET})")
+    if not cells:
+        return []
+    return [
+        "## ferroloop TLS / ferroloop plaintext per server CPU-s (Target ≥ 0.75)",
+        "",
+        *(f"- {c}" for c in cells),
+        "",
+    ]
+
+
+def _must_lines(result: dict, servers: list[str]) -> list[str]:
+    """Per Must row (keep-alive, full handshakes): ferroloop's smallest
+    per-CPU ratio over the peers and whose it is."""
+    peers = [s for s in servers if s not in (SUBJECT, BASE, PLAIN)]
+    cells = []
+    for entry in result["workloads"].values():
+        resumed = entry["kind"] != KEEPALIVE and entry["label"].startswith("resumed")
+        ratios = {p: _ratio(entry, p) for p in peers}
+        known = {p: x for p, x in ratios.items() if x is not None}
+        if resumed or not known:
+            continue
+        worst = min(known, key=known.__getitem__)
+        verdict = "met" if known[worst] >= 1 and len(known) == len(peers) else "NOT met"
+        cells.append(f"{entry['label']}: lowest ferroloop / {worst} = {known[worst]:.2f} ({verdict})")
+    if not cells:
+        return []
+    return ["## Musts: ferroloop / every peer per server CPU-s ≥ 1", "", *(f"- {c}" for c in cells), ""]
 
 
 __all__ = ["KEEPALIVE", "markdown", "summarize"]

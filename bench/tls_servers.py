@@ -1,16 +1,24 @@
 """The TLS servers under comparison: the HTTP suite's ASGI servers
 (`http_servers.py`: one worker, serving `http_app.app`) with TLS on, and the
-certificates they are given (made at bench time with the `openssl` CLI)."""
+certificates they are given (made at bench time with the `openssl` CLI).
+
+`ferroloop-http` is ferroloop's plaintext HTTP server exactly as the HTTP
+suite runs it (no TLS, keep-alive workloads only): the same run's
+denominator for the issue's Target, ferroloop TLS / ferroloop plaintext
+per server CPU-second."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
+import http_servers
+from benchenv import BenchEnv
 from contenders import BASE
 from http_servers import BENCH, GRANIAN_ARGS, SERVED_BY_HTTP_SERVE, UVICORN_ARGS, Server
 from http_servers import SERVERS as HTTP_SERVERS
-from tls_workloads import ECDSA, RSA
+from summary import SUBJECT
+from tls_workloads import ECDSA, KEEPALIVE_WORKLOADS, RSA
 
 TLS_SERVE = BENCH / "tls_serve.py"
 APP_SPEC = "http_app:app"
@@ -43,8 +51,30 @@ SERVERS: dict[str, Server] = {
         ),
     )
 }
+# ferroloop without TLS (see the module's doc): the HTTP suite's server.
+PLAIN = "ferroloop-http"
+SERVERS[PLAIN] = Server(
+    PLAIN,
+    (),
+    HTTP_SERVERS[SUBJECT].settings + " (plaintext HTTP, no TLS: the Target's denominator)",
+    workloads=KEEPALIVE_WORKLOADS,
+)
+# Beside ferroloop in every table.
+SERVERS = {n: SERVERS[n] for n in ("ferroloop", PLAIN, *SERVERS) if n in SERVERS}
 
-CORE = ("ferroloop", BASE)
+CORE = ("ferroloop", BASE, PLAIN)
+
+
+def takes_part(server: str, workload: str) -> bool:
+    only = SERVERS[server].workloads
+    return only is None or workload in only
+
+
+def probe(env: BenchEnv, names: list[str]) -> dict[str, dict]:
+    """The HTTP suite's probe; ferroloop-http is ferroloop."""
+    asked = list(dict.fromkeys(SUBJECT if n == PLAIN else n for n in names))
+    found = http_servers.probe(env, asked, None)
+    return {n: found[SUBJECT if n == PLAIN else n] for n in names}
 
 # openssl req arguments for each certificate kind.
 KEY_ARGS = {
@@ -70,7 +100,10 @@ def make_certs(directory: Path) -> dict[str, tuple[Path, Path]]:
 
 
 def command(name: str, python: Path, port: int, cert: Path, key: Path) -> list[str]:
-    """The command line that starts `name` with TLS on 127.0.0.1:`port`."""
+    """The command line that starts `name` with TLS on 127.0.0.1:`port`
+    (ferroloop-http: without)."""
+    if name == PLAIN:
+        return http_servers.command(SUBJECT, python, port, None)
     if name in SERVED_BY_HTTP_SERVE:
         return [str(python), str(TLS_SERVE), name, str(port), str(cert), str(key)]
     if name == "granian":

@@ -20,6 +20,9 @@ HTTPS; then a warm-up and the measured run, the load pinned to the load CPU:
 
 Peak RSS per connection: (the tree's peak RSS after the run − its RSS
 before the load) / connections.
+
+`ferroloop-http` (tls_servers.PLAIN) takes the keep-alive workloads over
+plain `http://`, checked and counted exactly as in the HTTP suite.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from benchenv import BenchEnv
 from echo_suite import Failed, JsonLines, stderr_tail
 from http_suite import Placement, free_port, start_server, stop
 from http_workloads import WORKLOADS as HTTP_WORKLOADS
+from summary import SUBJECT
 from tls_workloads import KEEPALIVE, WORKLOADS, TlsWorkload
 
 __all__ = ["Placement", "Timing", "run"]
@@ -108,11 +112,14 @@ def app_count(port: int) -> int:
     return int(body)
 
 
-def run_wrk(wrk: str, port: int, http_name: str, seconds: int, timing: Timing, cpu: int) -> dict:
-    """One wrk run over HTTPS: its WRK_RESULT figures (http_wrk.lua)."""
+def run_wrk(
+    wrk: str, port: int, http_name: str, seconds: int, timing: Timing, cpu: int, tls: bool = True
+) -> dict:
+    """One wrk run over HTTPS (or HTTP): its WRK_RESULT figures (http_wrk.lua)."""
     workload = HTTP_WORKLOADS[http_name]
     argv = http_suite.wrk_command(wrk, port, workload, seconds, timing)
-    argv[-1] = argv[-1].replace("http://", "https://", 1)
+    if tls:
+        argv[-1] = argv[-1].replace("http://", "https://", 1)
     env = {k: v for k, v in os.environ.items() if k != "WRK_POST_BYTES"}
     if workload.body_size:
         env["WRK_POST_BYTES"] = str(workload.body_size)
@@ -135,19 +142,21 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _keepalive(wrk, port, proc, w: TlsWorkload, timing: Timing, placement: Placement) -> dict:
-    runs_app = True
-    run_wrk(wrk, port, w.http, timing.warmup_s, timing, placement.client_cpu)
+def _keepalive(
+    wrk, port, proc, w: TlsWorkload, timing: Timing, placement: Placement, tls: bool
+) -> dict:
+    count_calls = app_count if tls else http_suite.app_count
+    run_wrk(wrk, port, w.http, timing.warmup_s, timing, placement.client_cpu, tls)
     time.sleep(http_suite.SETTLE_S)
-    count0 = app_count(port) if runs_app else None
+    count0 = count_calls(port)
     tree = procstat.process_tree(proc.pid)
     client0 = _children_cpu_s()
     cpu0, t0 = procstat.tree_cpu_seconds(tree), time.monotonic()
-    figures = run_wrk(wrk, port, w.http, timing.duration_s, timing, placement.client_cpu)
+    figures = run_wrk(wrk, port, w.http, timing.duration_s, timing, placement.client_cpu, tls)
     cpu1, t1 = procstat.tree_cpu_seconds(tree), time.monotonic()
     client_cpu_s = _children_cpu_s() - client0
     time.sleep(http_suite.SETTLE_S)
-    count = app_count(port) - count0 if runs_app else None
+    count = count_calls(port) - count0
     http_suite.verify(figures, count, timing)
     return {
         "conns": timing.conns,
@@ -220,16 +229,22 @@ def measure(env, wrk, client, certs, server, workload_name, timing, placement) -
     """One measurement; always returns a record with a status, never raises."""
     w = WORKLOADS[workload_name]
     cert, key = certs[w.cert]
+    tls = server != tls_servers.PLAIN
     proc = None
     with tempfile.TemporaryFile() as err:
         try:
             port = free_port()
             argv = tls_servers.command(server, env.python, port, cert, key)
-            proc = start_server(env, server, argv, port, placement.server_cpu, err)
-            check_response(port, w.http or "plaintext")
+            # ferroloop-http is ferroloop: the same build check.
+            started_as = server if tls else SUBJECT
+            proc = start_server(env, started_as, argv, port, placement.server_cpu, err)
+            if tls:
+                check_response(port, w.http or "plaintext")
+            else:
+                http_suite.check_responses(port, runs_app=True)
             rss_before_kib = procstat.tree_rss_kib(procstat.process_tree(proc.pid))
             if w.kind == KEEPALIVE:
-                got = _keepalive(wrk, port, proc, w, timing, placement)
+                got = _keepalive(wrk, port, proc, w, timing, placement, tls)
             else:
                 got = _handshakes(client, port, proc, w, timing, placement)
             if proc.poll() is not None:
@@ -267,4 +282,4 @@ def run(env: BenchEnv, wrk: str, client: Path, certs: dict, servers: list[str],
     def one(server: str, workload: str) -> dict:
         return measure(env, wrk, client, certs, server, workload, timing, placement)
 
-    return rounds.run(servers, workloads, round_count, one, progress)
+    return rounds.run(servers, workloads, round_count, one, progress, tls_servers.takes_part)

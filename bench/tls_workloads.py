@@ -45,3 +45,4 @@ WORKLOADS: dict[str, TlsWorkload] = {
     "full-rsa": TlsWorkload(HANDSHAKE, RSA),
     "resumed-rsa": TlsWorkload(HANDSHAKE, RSA, resume=True),
 }
+KEEPALIVE_WORKLOADS = tuple(n for n, w in WORKLOADS.items() if w.kind == KEEPALIVE)

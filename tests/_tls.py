@@ -1,6 +1,9 @@
-"""Certificates made at test time with trustme: a CA, a server certificate
-for ``localhost``/``127.0.0.1`` and a client certificate, and the SSL
-contexts built from them."""
+"""Certificates made at test time with trustme.
+
+Two uses, one writer: the SSL contexts of the loop-API TLS tests
+(tests/test_tls.py: a CA, a server and a client certificate, in memory),
+and ``write_tls_files``, the one writer of PEM files for a TLS server
+under test (tests/tls)."""
 
 from __future__ import annotations
 
@@ -49,48 +52,10 @@ def untrusting_client_context() -> ssl.SSLContext:
     return context
 
 
-def write_server_files(directory, name: str = "server", password: bytes | None = None) -> tuple[str, str]:
-    """The server certificate chain and its key as PEM files in
-    ``directory`` (the key encrypted PKCS#8 with ``password``); returns
-    ``(certfile, keyfile)``."""
-    from cryptography.hazmat.primitives import serialization
-
-    cert = server_cert()
-    certfile = directory / f"{name}.pem"
-    keyfile = directory / f"{name}.key"
-    cert.cert_chain_pems[0].write_to_path(str(certfile))
-    for extra in cert.cert_chain_pems[1:]:
-        extra.write_to_path(str(certfile), append=True)
-    if password is None:
-        cert.private_key_pem.write_to_path(str(keyfile))
-    else:
-        key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
-        keyfile.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.BestAvailableEncryption(password),
-            )
-        )
-    return str(certfile), str(keyfile)
-
-
-def write_ca_file(directory) -> str:
-    path = directory / "ca.pem"
-    authority().cert_pem.write_to_path(str(path))
-    return str(path)
-
-
-def other_key_file(directory) -> str:
-    """A key that belongs to no certificate here (a cert/key mismatch)."""
-    path = directory / "other.key"
-    trustme.CA().issue_cert("localhost").private_key_pem.write_to_path(str(path))
-    return str(path)
-
-
 # --------------------------------------------------------------------------
 # PEM files for a TLS server under test (tests/tls): every certificate,
-# key format and CRL its settings take, written to one directory.
+# key format and CRL its settings take, written to one directory. The
+# settings tests (good and bad files) use these too.
 
 
 class TlsFiles:

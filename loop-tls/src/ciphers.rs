@@ -9,7 +9,7 @@
 
 use crate::config::MinVersion;
 use crate::error::ConfigError;
-use rustls::crypto::ring::ALL_CIPHER_SUITES;
+use crate::provider::ALL_CIPHER_SUITES;
 use rustls::{CipherSuite, SupportedCipherSuite};
 
 /// (IANA number, names it is known by).
@@ -100,7 +100,7 @@ pub(crate) fn select(
     ciphers: Option<&str>,
     min_version: MinVersion,
 ) -> Result<Vec<SupportedCipherSuite>, ConfigError> {
-    let defaults = rustls::crypto::ring::DEFAULT_CIPHER_SUITES;
+    let defaults = crate::provider::DEFAULT_CIPHER_SUITES;
     let Some(list) = ciphers else {
         return Ok(defaults.to_vec());
     };

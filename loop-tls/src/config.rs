@@ -98,7 +98,7 @@ const SESSION_CACHE_ENTRIES: usize = 4096;
 impl TlsConfig {
     /// Read and check every file the settings name.
     pub fn load(settings: &TlsSettings) -> Result<TlsConfig, ConfigError> {
-        let ticketer = rustls::crypto::ring::Ticketer::new()
+        let ticketer = crate::provider::Ticketer::new()
             .map_err(|e| ConfigError::Invalid(format!("session tickets: {e}")))?;
         let resumption = Resumption {
             ticketer,
@@ -136,7 +136,7 @@ fn build(settings: &TlsSettings, resumption: Resumption) -> Result<TlsConfig, Co
     let suites = ciphers::select(settings.ciphers.as_deref(), settings.min_version)?;
     let provider = Arc::new(CryptoProvider {
         cipher_suites: suites,
-        ..rustls::crypto::ring::default_provider()
+        ..crate::provider::default_provider()
     });
     let versions: &[&'static rustls::SupportedProtocolVersion] = match settings.min_version {
         MinVersion::Tls12 => &[&rustls::version::TLS13, &rustls::version::TLS12],

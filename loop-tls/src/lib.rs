@@ -1,5 +1,6 @@
 //! ferroloop's TLS server session, sans-IO: a rustls 0.23 server connection
-//! (the **ring** provider, passed explicitly) as a byte-stream layer.
+//! (the **ring** provider, passed explicitly; aws-lc-rs with the `aws-lc-rs`
+//! feature) as a byte-stream layer.
 //! Ciphertext in, plaintext out; plaintext in, ciphertext out; no sockets,
 //! no Python, no dependency on the other loop crates (DESIGN.md §1). The
 //! glue that puts a [`TlsSession`] behind `loop_transports::ByteLayer`
@@ -48,9 +49,11 @@ mod config;
 mod error;
 mod name;
 mod pem;
+mod provider;
 mod session;
 mod sni;
 
 pub use config::{ClientAuth, MinVersion, SniCert, TlsConfig, TlsSettings};
 pub use error::{ConfigError, SessionError, SessionErrorKind};
+pub use provider::PROVIDER;
 pub use session::{Eof, TlsInfo, TlsSession};

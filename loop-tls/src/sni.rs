@@ -100,7 +100,7 @@ fn load_served(
 ) -> Result<Served, ConfigError> {
     let chain = pem::load_certs(certfile)?;
     let key = pem::load_key(keyfile, password, use_)?;
-    let signer = rustls::crypto::ring::sign::any_supported_type(&key)
+    let signer = crate::provider::sign::any_supported_type(&key)
         .map_err(|e| pem::file_error(keyfile, format!("unusable private key: {e}")))?;
     let leaf_pem = pem::cert_pem(&chain[0]);
     let key = CertifiedKey::new(chain, signer);

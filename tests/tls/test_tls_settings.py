@@ -26,9 +26,8 @@ async def app(scope, receive, send):
 
 
 @pytest.fixture
-def files(tmp_path):
-    certfile, keyfile = _tls.write_server_files(tmp_path)
-    return {"ssl_certfile": certfile, "ssl_keyfile": keyfile}
+def files(tls_files):
+    return {"ssl_certfile": tls_files.server, "ssl_keyfile": tls_files.server_key}
 
 
 # --- Config: values and combinations -------------------------------------
@@ -109,14 +108,14 @@ def test_an_ssl_context_is_refused_by_name():
 # --- the files, read before anything binds --------------------------------
 
 
-def test_good_files_load(files, tmp_path):
+def test_good_files_load(files, tls_files):
     ferroloop.Config(app, **files).load_tls()
-    certfile, keyfile = _tls.write_server_files(tmp_path, "locked", password=b"s3cret")
-    ferroloop.Config(app, ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_keyfile_password="s3cret").load_tls()
-    ferroloop.Config(app, **files, ssl_ca_certs=_tls.write_ca_file(tmp_path), ssl_cert_reqs=2).load_tls()
+    ferroloop.Config(app, ssl_certfile=tls_files.server, ssl_keyfile=tls_files.server_enc_key,
+                     ssl_keyfile_password=tls_files.PASSWORD).load_tls()
+    ferroloop.Config(app, **files, ssl_ca_certs=tls_files.ca, ssl_cert_reqs=2).load_tls()
 
 
-def test_bad_files_name_the_file(files, tmp_path):
+def test_bad_files_name_the_file(files, tls_files, tmp_path):
     missing = str(tmp_path / "missing.pem")
     with pytest.raises(FileNotFoundError, match="missing.pem"):
         ferroloop.Config(app, ssl_certfile=missing, ssl_keyfile=files["ssl_keyfile"]).load_tls()
@@ -126,15 +125,15 @@ def test_bad_files_name_the_file(files, tmp_path):
         ferroloop.Config(app, ssl_certfile=str(garbage), ssl_keyfile=files["ssl_keyfile"]).load_tls()
     with pytest.raises(ValueError, match="garbage.pem"):
         ferroloop.Config(app, ssl_certfile=files["ssl_certfile"], ssl_keyfile=str(garbage)).load_tls()
-    certfile, keyfile = _tls.write_server_files(tmp_path, "locked", password=b"s3cret")
-    with pytest.raises(ValueError, match="locked.key.*wrong password"):
+    certfile, keyfile = tls_files.server, tls_files.server_enc_key
+    with pytest.raises(ValueError, match="server_enc_key.pem.*wrong password"):
         ferroloop.Config(app, ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_keyfile_password="nope").load_tls()
-    with pytest.raises(ValueError, match="locked.key"):
+    with pytest.raises(ValueError, match="server_enc_key.pem"):
         ferroloop.Config(app, ssl_certfile=certfile, ssl_keyfile=keyfile).load_tls()
-    other = _tls.other_key_file(tmp_path)
+    other = tls_files.rsa_key  # the RSA certificate's key, not the server's
     with pytest.raises(ValueError, match="does not match"):
         ferroloop.Config(app, ssl_certfile=files["ssl_certfile"], ssl_keyfile=other).load_tls()
-    ca = _tls.write_ca_file(tmp_path)
+    ca = tls_files.ca
     with pytest.raises(FileNotFoundError, match="no-crl.pem"):
         ferroloop.Config(
             app, **files, ssl_ca_certs=ca, ssl_cert_reqs=2, ssl_crl=[str(tmp_path / "no-crl.pem")]
@@ -209,16 +208,16 @@ def test_cli_usage_errors_name_the_flag(args, message, app_dir):
     assert "Traceback" not in result.stderr
 
 
-def test_cli_bad_file_fails_at_startup_naming_it(files, app_dir, tmp_path):
+def test_cli_bad_file_fails_at_startup_naming_it(files, tls_files, app_dir, tmp_path):
     port = free_port()
     result = cli("tlsapp:app", "--port", str(port), "--ssl-certfile", str(tmp_path / "nope.pem"),
                  "--ssl-keyfile", files["ssl_keyfile"], cwd=app_dir)
     assert result.returncode == 3, result.stderr
     assert "nope.pem" in result.stderr and "Traceback" not in result.stderr
-    certfile, keyfile = _tls.write_server_files(tmp_path, "locked", password=b"pw")
+    certfile, keyfile = tls_files.server, tls_files.server_enc_key
     result = cli("tlsapp:app", "--port", str(port), "--ssl-certfile", certfile, "--ssl-keyfile", keyfile,
                  "--ssl-keyfile-password", "wrong", cwd=app_dir)
-    assert result.returncode == 3 and "locked.key" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 3 and "server_enc_key.pem" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_help_shows_the_tls_flags(app_dir):

@@ -1,17 +1,16 @@
-//! An HTTPS server in pure Rust: loop-core's executor for the sockets,
-//! loop-tls' [`TlsSession`] as the byte-stream layer (through the
+//! An HTTPS and WSS server in pure Rust: loop-core's executor for the
+//! sockets, loop-tls' [`TlsSession`] as the byte-stream layer (through the
 //! [`ByteLayer`] seam of loop-transports, as ferroloop's ASGI server plugs
 //! it in), loop-http's [`ServerConnection`] for HTTP/1.1 (keep-alive,
-//! pipelining, error responses). Every request gets `200 text/plain
-//! "Hello, World!"`; the TLS connection ends with `close_notify`.
+//! pipelining, error responses), loop-ws for WebSocket (`wss.rs`). Every
+//! request gets `200 text/plain "Hello, World!"`, except `/ws`: a WebSocket
+//! upgrade there is accepted and every message echoed as it came (text as
+//! text, binary as binary). The TLS connection ends with `close_notify`.
 //!
 //! `cargo run --release -p loop-tls --example https -- CERTFILE KEYFILE [ADDR]`
 //! (default `127.0.0.1:8443`); prints `listening on ADDR` once ready.
 //! `tests/https_example.rs` includes this file and runs [`run`] on a
 //! thread against a rustls client.
-//!
-//! Not here (yet): WSS on an upgrade (loop-ws' `echo` example shows the
-//! WebSocket half; this one answers an upgrade like any other request).
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -25,8 +24,10 @@ use loop_http::{
 use loop_tls::{TlsConfig, TlsSession, TlsSettings};
 use loop_transports::{ByteLayer, Eof, LayerError};
 
+mod wss;
+
 const BODY: &[u8] = b"Hello, World!";
-const SERVER: &[u8] = b"ferroloop";
+pub(crate) const SERVER: &[u8] = b"ferroloop";
 const READ_SIZE: usize = 64 * 1024;
 
 #[allow(dead_code)] // the test includes this file and calls `run` only
@@ -98,6 +99,7 @@ pub fn run(listener: TcpListener, tls: TlsConfig) -> io::Result<()> {
     let rt = Runtime::new()?;
     let handle = rt.handle();
     let config = Arc::new(ConnectionConfig::default());
+    let ws = Arc::new(wss::config());
     rt.block_on(async move {
         let listener = Async::new(listener)?;
         loop {
@@ -107,7 +109,8 @@ pub fn run(listener: TcpListener, tls: TlsConfig) -> io::Result<()> {
             match tls.session() {
                 Ok(session) => {
                     let layer = Box::new(Tls(session));
-                    spawn_connection(&handle, Async::new(stream)?, layer, config.clone());
+                    let configs = (config.clone(), ws.clone());
+                    spawn_connection(&handle, Async::new(stream)?, layer, configs);
                 }
                 Err(e) => eprintln!("tls: {e}"),
             }
@@ -119,11 +122,11 @@ fn spawn_connection(
     handle: &Handle,
     stream: Async<TcpStream>,
     layer: Box<dyn ByteLayer>,
-    config: Arc<ConnectionConfig>,
+    configs: (Arc<ConnectionConfig>, Arc<loop_ws::Config>),
 ) {
     handle
         .spawn(async move {
-            if let Err(e) = serve(stream, layer, config).await {
+            if let Err(e) = serve(stream, layer, configs).await {
                 // Failed handshakes and resets are the client's business.
                 if e.kind() != io::ErrorKind::ConnectionReset {
                     eprintln!("connection: {e}");
@@ -135,11 +138,12 @@ fn spawn_connection(
 
 /// One connection: decrypt what arrives, answer every complete request in
 /// it, encrypt the answers (with whatever the session must send on its own:
-/// handshake, tickets, alerts) into one write, repeat.
+/// handshake, tickets, alerts) into one write, repeat; after a `101`, the
+/// WebSocket session takes the stream and the layer.
 async fn serve(
     stream: Async<TcpStream>,
     mut layer: Box<dyn ByteLayer>,
-    config: Arc<ConnectionConfig>,
+    (config, ws_config): (Arc<ConnectionConfig>, Arc<loop_ws::Config>),
 ) -> io::Result<()> {
     let mut conn = ServerConnection::new(config, 0.0);
     let mut date = DateCache::new();
@@ -149,39 +153,20 @@ async fn serve(
     let mut wire = Vec::with_capacity(4096);
     let mut active: Option<u64> = None;
     loop {
-        if !http(&mut conn, &mut active, &mut out, &mut date)? {
+        let next = http(&mut conn, &mut active, &mut out, &mut date, &ws_config)?;
+        if matches!(next, Next::Over) {
             return Ok(());
         }
-        if !out.is_empty() {
-            layer.encode(&out, &mut wire).map_err(io::Error::other)?;
-            out.clear();
-        }
-        layer.take_output(&mut wire);
         let closing = matches!(conn.phase(), Phase::Closing | Phase::Closed);
-        if closing {
-            layer.close(&mut wire);
+        flush(&stream, layer.as_mut(), &mut out, &mut wire, closing).await?;
+        if let Next::Upgrade(ws) = next {
+            return wss::session(&stream, layer.as_mut(), *ws, &mut buf).await;
         }
-        write_all(&stream, &wire).await?;
-        wire.clear();
         if closing {
             return Ok(()); // dropping the stream closes it
         }
-        let n = stream.read_with(|mut s| s.read(&mut buf)).await?;
-        if n == 0 {
-            return match layer.eof() {
-                Eof::Clean => Ok(()),
-                Eof::Truncated => Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "EOF without close_notify",
-                )),
-            };
-        }
-        plain_in.clear();
-        if let Err(e) = layer.decode(&buf[..n], &mut plain_in) {
-            // The session's alert goes out before the close.
-            layer.take_output(&mut wire);
-            let _ = write_all(&stream, &wire).await;
-            return Err(io::Error::other(e));
+        if !read_plain(&stream, layer.as_mut(), &mut buf, &mut plain_in).await? {
+            return Ok(());
         }
         if !plain_in.is_empty() {
             conn.receive(&plain_in);
@@ -189,20 +174,88 @@ async fn serve(
     }
 }
 
-/// Run HTTP over the decrypted input until it waits; false once the
-/// exchange is over (the peer went away mid-body).
+/// Encrypt `out` (then clear it) with what the session has to send on its
+/// own, and `close_notify` when `closing`; write it all.
+/// `wire` is scratch space, kept so its allocation is reused.
+pub(crate) async fn flush(
+    stream: &Async<TcpStream>,
+    layer: &mut dyn ByteLayer,
+    out: &mut Vec<u8>,
+    wire: &mut Vec<u8>,
+    closing: bool,
+) -> io::Result<()> {
+    wire.clear();
+    if !out.is_empty() {
+        layer.encode(out, wire).map_err(io::Error::other)?;
+        out.clear();
+    }
+    layer.take_output(wire);
+    if closing {
+        layer.close(wire);
+    }
+    write_all(stream, wire).await
+}
+
+/// Read once and decrypt into `plain` (cleared first): false on a clean
+/// EOF (after `close_notify`), an error on a truncated one or on input the
+/// session refuses (its alert written first).
+pub(crate) async fn read_plain(
+    stream: &Async<TcpStream>,
+    layer: &mut dyn ByteLayer,
+    buf: &mut [u8],
+    plain: &mut Vec<u8>,
+) -> io::Result<bool> {
+    let n = stream.read_with(|mut s| s.read(buf)).await?;
+    if n == 0 {
+        return match layer.eof() {
+            Eof::Clean => Ok(false),
+            Eof::Truncated => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "EOF without close_notify",
+            )),
+        };
+    }
+    plain.clear();
+    if let Err(e) = layer.decode(&buf[..n], plain) {
+        let mut wire = Vec::new();
+        layer.take_output(&mut wire);
+        let _ = write_all(stream, &wire).await;
+        return Err(io::Error::other(e));
+    }
+    Ok(true)
+}
+
+/// What HTTP wants next.
+enum Next {
+    /// Waiting for more input (after writing what `out` holds).
+    Wait,
+    /// The exchange is over (the peer went away mid-body).
+    Over,
+    /// A `101` is in `out`: WebSocket from here on.
+    Upgrade(Box<loop_ws::Connection>),
+}
+
+/// Run HTTP over the decrypted input until it waits, ends or upgrades.
 fn http(
     conn: &mut ServerConnection,
     active: &mut Option<u64>,
     out: &mut Vec<u8>,
     date: &mut DateCache,
-) -> io::Result<bool> {
+    ws: &loop_ws::Config,
+) -> io::Result<Next> {
     loop {
         let step = conn.poll();
         let idle = matches!(step, Step::Wait);
         match step {
             Step::Wait => {}
-            Step::Request(head) => *active = Some(conn.begin_request(head)),
+            Step::Request(head) => {
+                let id = conn.begin_request(head);
+                if !wss::is_ws_path(conn, id) {
+                    *active = Some(id);
+                } else if let Some(session) = wss::handshake(conn, id, out, date.get(), ws)? {
+                    return Ok(Next::Upgrade(Box::new(session)));
+                }
+            }
             Step::Deliver => conn.reader_left(),
             Step::Fail(status) => {
                 conn.fail(status, out, Some(date.get()), Some(SERVER), 0.0);
@@ -227,11 +280,11 @@ fn http(
                     continue;
                 }
                 Some(false) => {}
-                None => return Ok(false),
+                None => return Ok(Next::Over),
             }
         }
         if idle {
-            return Ok(true);
+            return Ok(Next::Wait);
         }
     }
 }
@@ -270,7 +323,7 @@ fn respond(conn: &mut ServerConnection, id: u64, out: &mut Vec<u8>, date: &[u8])
     Ok(())
 }
 
-async fn write_all(stream: &Async<TcpStream>, mut data: &[u8]) -> io::Result<()> {
+pub(crate) async fn write_all(stream: &Async<TcpStream>, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
         let n = stream.write_with(|mut s| s.write(data)).await?;
         if n == 0 {
