@@ -5,7 +5,8 @@ only the loop run that performs them (time.perf_counter), then checks the
 result (order, counts, sums) and raises VerificationError if the loop did not
 do the work exactly as asked, so no contender wins by skipping work.
 
-All code here is stdlib-only: it runs in the bench venv against any loop.
+All code here is stdlib-only (but for the native-queue workloads, which
+import the queue they measure): it runs in the bench venv against any loop.
 """
 
 from __future__ import annotations
@@ -268,10 +269,12 @@ def future_chain(loop: AnyLoop, n: int) -> float:
     return elapsed
 
 
-def queue_pingpong(loop: AnyLoop, n: int) -> float:
+def _queue_round_trips(loop: AnyLoop, n: int, queue_class: Callable[[], asyncio.Queue]) -> float:
+    """queue_pingpong's workload on queues built by `queue_class`."""
+
     async def main() -> int:
-        pings: asyncio.Queue[int] = asyncio.Queue()
-        pongs: asyncio.Queue[int] = asyncio.Queue()
+        pings: asyncio.Queue[int] = queue_class()
+        pongs: asyncio.Queue[int] = queue_class()
 
         async def ponger() -> None:
             for _ in range(n):
@@ -291,6 +294,26 @@ def queue_pingpong(loop: AnyLoop, n: int) -> float:
     elapsed, trips = _run_until_complete_timed(loop, main())
     verify(trips == n, f"{trips} round trips, expected {n}")
     return elapsed
+
+
+def queue_pingpong(loop: AnyLoop, n: int) -> float:
+    return _queue_round_trips(loop, n, asyncio.Queue)
+
+
+# The same round trips on the loop-agnostic native queues, on every
+# contender's loop: ferroloop's (the ferroloop package is in the bench venv)
+# and cadeloop's, its peer. Imported when run, so the other workloads never
+# depend on either package.
+def queue_pingpong_native(loop: AnyLoop, n: int) -> float:
+    import ferroloop
+
+    return _queue_round_trips(loop, n, ferroloop.Queue)
+
+
+def queue_pingpong_cadeloop(loop: AnyLoop, n: int) -> float:
+    import cadeloop
+
+    return _queue_round_trips(loop, n, cadeloop.Queue)
 
 
 # --- threads ---------------------------------------------------------------
@@ -388,6 +411,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("future_chain", 200_000, "future", future_chain),
         Workload("gather_fanin", 100_000, "coroutine", gather_fanin),
         Workload("queue_pingpong", 50_000, "round trip", queue_pingpong),
+        Workload("queue_pingpong_native", 50_000, "round trip", queue_pingpong_native),
+        Workload("queue_pingpong_cadeloop", 50_000, "round trip", queue_pingpong_cadeloop),
         Workload("fib21", 1, "tree", fib21, lambda loop, n: _fib_tree(loop, FIB_WARMUP_DEPTH)),
     )
 }

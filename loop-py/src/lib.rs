@@ -8,6 +8,7 @@
 use pyo3::prelude::*;
 
 mod asgi;
+mod awaitable;
 mod cli;
 mod errors;
 mod event_loop;
@@ -15,6 +16,7 @@ mod gil_cell;
 mod handle;
 mod owner;
 mod pyapi;
+mod queue;
 mod sockio;
 #[cfg(feature = "test-hooks")]
 mod testing;
@@ -29,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::Handle>()?;
     m.add_class::<handle::TimerHandle>()?;
     asgi::register(m)?;
+    queue::register(m)?;
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;
     m.add_function(wrap_pyfunction!(cli::config_from_env, m)?)?;

@@ -37,6 +37,14 @@ cached_attr!(invalid_state_error, "asyncio", "InvalidStateError");
 cached_attr!(enter_task, "asyncio.tasks", "_enter_task");
 cached_attr!(leave_task, "asyncio.tasks", "_leave_task");
 cached_attr!(current_task, "asyncio", "current_task");
+// ferroloop.Queue (src/queue): its exceptions, the running loop, heapq.
+cached_attr!(queue_empty, "asyncio", "QueueEmpty");
+cached_attr!(queue_full, "asyncio", "QueueFull");
+cached_attr!(queue_shut_down, "ferroloop._queue", "QueueShutDown");
+cached_attr!(get_running_loop, "asyncio.events", "_get_running_loop");
+cached_attr!(heappush, "heapq", "heappush");
+cached_attr!(heappop, "heapq", "heappop");
+cached_attr!(generic_alias, "types", "GenericAlias");
 
 /// `("loop",)`: keyword names for `Future(loop=…)` calls.
 pub fn kwnames_loop(py: Python<'_>) -> &Bound<'_, PyTuple> {

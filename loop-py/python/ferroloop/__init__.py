@@ -5,18 +5,24 @@
     asyncio.Runner(loop_factory=ferroloop.new_event_loop)
     ferroloop.install()                        # policy, before asyncio.run
     ferroloop.serve(app, "127.0.0.1", 8000)    # the native ASGI server
+    ferroloop.Queue()                          # asyncio.Queue in Rust, any loop
 """
 
 from ._loop import Loop
 from ._native import __version__
 from ._policy import EventLoopPolicy, install, new_event_loop, run
+from ._queue import LifoQueue, PriorityQueue, Queue, QueueShutDown
 from .server import ClientDisconnected, Config, Server, serve
 
 __all__ = [
     "ClientDisconnected",
     "Config",
     "EventLoopPolicy",
+    "LifoQueue",
     "Loop",
+    "PriorityQueue",
+    "Queue",
+    "QueueShutDown",
     "Server",
     "__version__",
     "install",

@@ -21,15 +21,13 @@
 
 use super::session::{self, WsSession};
 use crate::asgi::app_task::AppTask;
+use crate::awaitable::{self, NativeAwaitable, Step};
 use crate::event_loop::Loop;
 use crate::pyapi;
-use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
-use pyo3::ffi;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyTypeMethods;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 enum State {
     /// The event, taken from the session when `receive()` was called (or
@@ -50,14 +48,6 @@ enum State {
 pub struct Receiving {
     session: Py<WsSession>,
     state: State,
-}
-
-/// What a step gives its driver.
-enum Step {
-    /// Wait on this (ourselves for the `AppTask`, else a loop future).
-    Yield(Py<PyAny>),
-    /// The `await` is over with this value.
-    Return(Py<PyAny>),
 }
 
 impl Receiving {
@@ -81,7 +71,7 @@ impl Receiving {
     }
 
     /// One step: return the event, or yield what the driver waits on.
-    fn advance(slf: &Bound<'_, Self>) -> PyResult<Step> {
+    fn step(slf: &Bound<'_, Self>) -> PyResult<Step> {
         let py = slf.py();
         let state = std::mem::replace(&mut slf.borrow_mut().state, State::Done);
         match state {
@@ -163,6 +153,14 @@ impl Receiving {
     }
 }
 
+impl NativeAwaitable for Receiving {
+    const WHAT: &'static str = "receive()'s awaitable";
+
+    fn advance(slf: &Bound<'_, Self>) -> PyResult<Step> {
+        Self::step(slf)
+    }
+}
+
 #[pymethods]
 impl Receiving {
     fn __await__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -172,10 +170,7 @@ impl Receiving {
     /// `next()`; the interpreter's `await` and task steps use the
     /// `am_send` slot instead ([`install_send_slot`]).
     fn __next__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        match Self::advance(slf)? {
-            Step::Yield(obj) => Ok(obj),
-            Step::Return(value) => Err(PyStopIteration::new_err((value,))),
-        }
+        Self::step(slf)?.into_next()
     }
 
     /// Drivers send None; a value is ignored (the event is the session's).
@@ -191,18 +186,8 @@ impl Receiving {
         val: Option<&Bound<'_, PyAny>>,
         tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let _ = tb;
         Self::withdraw(slf)?;
-        let err = if typ.is_instance_of::<pyo3::exceptions::PyBaseException>() {
-            typ.clone()
-        } else {
-            match val.filter(|v| !v.is_none()) {
-                Some(v) if v.is_instance(typ)? => v.clone(),
-                Some(v) => typ.call1((v,))?,
-                None => typ.call0()?,
-            }
-        };
-        Err(PyErr::from_value(err))
+        Err(awaitable::thrown(typ, val, tb)?)
     }
 
     fn close(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -256,56 +241,12 @@ pub(super) fn resume_task(task: &Bound<'_, PyAny>, now: bool) -> PyResult<()> {
     }
 }
 
-/// `am_send`: `PyIter_Send` (what `await` and task steps call) gets the
-/// event as a return value, not as a `StopIteration` raised, normalized
-/// and caught for every message.
-unsafe extern "C" fn am_send(
-    iter: *mut ffi::PyObject,
-    _arg: *mut ffi::PyObject,
-    result: *mut *mut ffi::PyObject,
-) -> ffi::PySendResult {
-    // SAFETY: the interpreter calls slots attached, with `iter` a live
-    // instance of the type the slot is installed on.
-    let py = unsafe { Python::assume_attached() };
-    let obj = unsafe { Bound::from_borrowed_ptr(py, iter) };
-    let stepped = catch_unwind(AssertUnwindSafe(|| match obj.cast::<Receiving>() {
-        Ok(slf) => Receiving::advance(slf),
-        Err(e) => Err(PyErr::from(e)),
-    }));
-    let (status, value) = match stepped {
-        Ok(Ok(Step::Yield(v))) => (ffi::PySendResult::PYGEN_NEXT, v.into_ptr()),
-        Ok(Ok(Step::Return(v))) => (ffi::PySendResult::PYGEN_RETURN, v.into_ptr()),
-        Ok(Err(e)) => {
-            e.restore(py);
-            (ffi::PySendResult::PYGEN_ERROR, std::ptr::null_mut())
-        }
-        Err(_) => {
-            PyRuntimeError::new_err("panic in receive()'s awaitable").restore(py);
-            (ffi::PySendResult::PYGEN_ERROR, std::ptr::null_mut())
-        }
-    };
-    // SAFETY: `result` is the caller's out-pointer; it owns the new
-    // reference (NEXT/RETURN) or gets NULL with an exception set (ERROR).
-    unsafe { *result = value };
-    status
-}
-
 /// Give the type its `am_send` slot (once): PyO3 has no method for it;
 /// and tell `AppTask` that its instances resume the task themselves.
 pub(super) fn install_send_slot(py: Python<'_>) {
     static DONE: PyOnceLock<()> = PyOnceLock::new();
     DONE.get_or_init(py, || {
         super::super::app_task::register_self_resuming(&py.get_type::<Receiving>());
-        let tp = py.get_type::<Receiving>().as_type_ptr();
-        // SAFETY: `tp` is our heap type, alive for the interpreter; it has
-        // an async-methods table (it defines `__await__`) that belongs to
-        // the type object itself. Setting `am_send` before any instance is
-        // sent to only adds a faster path to the same behaviour.
-        unsafe {
-            let table = (*tp).tp_as_async;
-            if !table.is_null() {
-                (*table).am_send = Some(am_send);
-            }
-        }
+        awaitable::install_am_send::<Receiving>(py);
     });
 }
