@@ -8,7 +8,7 @@
     ferroloop.Queue()                          # asyncio.Queue in Rust, any loop
 """
 
-from ._loop import Loop
+from ._loop import Loop, LoopStats
 from ._native import __version__
 from ._policy import EventLoopPolicy, install, new_event_loop, run
 from ._queue import LifoQueue, PriorityQueue, Queue, QueueShutDown
@@ -20,6 +20,7 @@ __all__ = [
     "EventLoopPolicy",
     "LifoQueue",
     "Loop",
+    "LoopStats",
     "PriorityQueue",
     "Queue",
     "QueueShutDown",
