@@ -275,7 +275,7 @@ fn alert_of(e: &rustls::Error) -> Option<Alert> {
     use rustls::Error as E;
     let (received, desc) = match e {
         E::AlertReceived(desc) => (true, *desc),
-        E::InvalidMessage(m) => (false, AlertDescription::from(m.clone())),
+        E::InvalidMessage(m) => (false, AlertDescription::from(*m)),
         E::InvalidCertificate(c) => (false, AlertDescription::from(c.clone())),
         E::DecryptError => (false, AlertDescription::BadRecordMac),
         E::NoApplicationProtocol => (false, AlertDescription::NoApplicationProtocol),

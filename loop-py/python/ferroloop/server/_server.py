@@ -29,8 +29,9 @@ ClientDisconnected.__module__ = "ferroloop"
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class ServerStats(TypedDict):
-    """`Server.stats()`: nested dicts of counters (ints), by family."""
+class ServerStats(TypedDict, total=False):
+    """`Server.stats()`: nested dicts of counters (ints), by family (no
+    keys before the server started)."""
 
     connections: dict[str, int]
     requests: dict[str, Any]
@@ -105,7 +106,7 @@ class Server:
         (sessions, messages, close codes) and `tls` (as `tls_stats()`;
         empty without TLS). See the README's "Server.stats()"."""
         if self._native is None:
-            return {}  # type: ignore[typeddict-item]
+            return {}
         stats: ServerStats = self._native.stats()
         return stats
 
