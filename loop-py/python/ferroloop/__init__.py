@@ -12,7 +12,7 @@ from ._loop import Loop, LoopStats
 from ._native import __version__
 from ._policy import EventLoopPolicy, install, new_event_loop, run
 from ._queue import LifoQueue, PriorityQueue, Queue, QueueShutDown
-from .server import ClientDisconnected, Config, Server, serve
+from .server import ClientDisconnected, Config, Server, ServerStats, serve
 
 __all__ = [
     "ClientDisconnected",
@@ -25,6 +25,7 @@ __all__ = [
     "Queue",
     "QueueShutDown",
     "Server",
+    "ServerStats",
     "__version__",
     "install",
     "new_event_loop",
