@@ -81,7 +81,8 @@ FAMILIES: tuple[Family, ...] = (
         "tls_handshake_failures", "TLS handshakes failed, by kind.", "server", "tls", label="kind", prefix="failed_"
     ),
     _counter("tls_resumptions", "TLS sessions resumed.", "server", "tls", "resumptions"),
-    _counter("tls_alerts", "TLS alerts, by alert.", "server", "tls", "alerts", label="alert"),
+    _counter("tls_alerts", "TLS alerts received that ended sessions, by alert.", "server", "tls", "alerts", label="alert"),
+    _counter("tls_alerts_sent", "TLS alerts sent, by alert.", "server", "tls", "alerts_sent", label="alert"),
     _counter("tls_protocol_errors", "TLS errors after the handshake.", "server", "tls", "protocol_errors"),
     _counter("tls_truncated", "TLS connections ended without close_notify.", "server", "tls", "truncated"),
     _counter("tls_reloads", "TLS certificate reloads.", "server", "tls", "reloads"),
