@@ -53,4 +53,4 @@ mod sni;
 
 pub use config::{ClientAuth, MinVersion, SniCert, TlsConfig, TlsSettings};
 pub use error::{ConfigError, SessionError, SessionErrorKind};
-pub use session::{Eof, TlsInfo, TlsSession};
+pub use session::{Alert, Eof, TlsInfo, TlsSession};

@@ -6,7 +6,7 @@ use crate::error::{SessionError, SessionErrorKind};
 use crate::name;
 use crate::pem;
 use crate::sni::SniResolver;
-use rustls::ServerConnection;
+use rustls::{AlertDescription, HandshakeKind, ServerConnection};
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
@@ -48,6 +48,17 @@ pub struct TlsSession {
     /// record means the peer does not speak TLS.
     first: bool,
     peer_closed: bool,
+    /// The alert of the error that failed the session, once it failed.
+    alert: Option<Alert>,
+}
+
+/// A TLS alert that ended a session, by its IANA name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Alert {
+    /// The peer sent it (else rustls sends it to the peer).
+    pub received: bool,
+    /// `"unknown_ca"`, `"bad_certificate"`, … (RFC 8446 §6, IANA).
+    pub name: &'static str,
 }
 
 /// The record content type a client's first flight starts with.
@@ -81,6 +92,7 @@ impl TlsSession {
             handshake_bytes: 0,
             first: true,
             peer_closed: false,
+            alert: None,
         }
     }
 
@@ -118,10 +130,10 @@ impl TlsSession {
                     ));
                 }
             }
-            let state = self
-                .conn
-                .process_new_packets()
-                .map_err(|e| classify(&e, handshaking))?;
+            let state = self.conn.process_new_packets().map_err(|e| {
+                self.alert = alert_of(&e);
+                classify(&e, handshaking)
+            })?;
             self.drain_plaintext(app)?;
             if state.peer_has_closed() {
                 self.peer_closed = true;
@@ -222,6 +234,18 @@ impl TlsSession {
         }
     }
 
+    /// The handshake resumed an earlier session (a TLS 1.3 ticket or a
+    /// TLS 1.2 session id) instead of a full one.
+    pub fn is_resumed(&self) -> bool {
+        self.conn.handshake_kind() == Some(HandshakeKind::Resumed)
+    }
+
+    /// The alert the failed session sent or received, when the error that
+    /// failed it names one (see [`alert_of`]).
+    pub fn alert(&self) -> Option<Alert> {
+        self.alert
+    }
+
     /// What was negotiated; `None` before the handshake completes.
     pub fn info(&self) -> Option<TlsInfo> {
         if self.conn.is_handshaking() {
@@ -242,6 +266,70 @@ impl TlsSession {
     }
 }
 
+/// The alert behind a rustls error: the peer's, or the one rustls sends
+/// for it where rustls maps that error to one alert (its `From` impls,
+/// `DecryptError` → `bad_record_mac`, no common ALPN protocol). Errors
+/// whose alert depends on where rustls found them (`PeerMisbehaved`,
+/// `PeerIncompatible`, …) name none: they count by kind only.
+fn alert_of(e: &rustls::Error) -> Option<Alert> {
+    use rustls::Error as E;
+    let (received, desc) = match e {
+        E::AlertReceived(desc) => (true, *desc),
+        E::InvalidMessage(m) => (false, AlertDescription::from(m.clone())),
+        E::InvalidCertificate(c) => (false, AlertDescription::from(c.clone())),
+        E::DecryptError => (false, AlertDescription::BadRecordMac),
+        E::NoApplicationProtocol => (false, AlertDescription::NoApplicationProtocol),
+        _ => return None,
+    };
+    Some(Alert {
+        received,
+        name: alert_name(desc),
+    })
+}
+
+/// An alert's IANA name.
+fn alert_name(desc: AlertDescription) -> &'static str {
+    use AlertDescription as A;
+    match desc {
+        A::CloseNotify => "close_notify",
+        A::UnexpectedMessage => "unexpected_message",
+        A::BadRecordMac => "bad_record_mac",
+        A::DecryptionFailed => "decryption_failed",
+        A::RecordOverflow => "record_overflow",
+        A::DecompressionFailure => "decompression_failure",
+        A::HandshakeFailure => "handshake_failure",
+        A::NoCertificate => "no_certificate",
+        A::BadCertificate => "bad_certificate",
+        A::UnsupportedCertificate => "unsupported_certificate",
+        A::CertificateRevoked => "certificate_revoked",
+        A::CertificateExpired => "certificate_expired",
+        A::CertificateUnknown => "certificate_unknown",
+        A::IllegalParameter => "illegal_parameter",
+        A::UnknownCA => "unknown_ca",
+        A::AccessDenied => "access_denied",
+        A::DecodeError => "decode_error",
+        A::DecryptError => "decrypt_error",
+        A::ExportRestriction => "export_restriction",
+        A::ProtocolVersion => "protocol_version",
+        A::InsufficientSecurity => "insufficient_security",
+        A::InternalError => "internal_error",
+        A::InappropriateFallback => "inappropriate_fallback",
+        A::UserCanceled => "user_canceled",
+        A::NoRenegotiation => "no_renegotiation",
+        A::MissingExtension => "missing_extension",
+        A::UnsupportedExtension => "unsupported_extension",
+        A::CertificateUnobtainable => "certificate_unobtainable",
+        A::UnrecognisedName => "unrecognized_name",
+        A::BadCertificateStatusResponse => "bad_certificate_status_response",
+        A::BadCertificateHashValue => "bad_certificate_hash_value",
+        A::UnknownPSKIdentity => "unknown_psk_identity",
+        A::CertificateRequired => "certificate_required",
+        A::NoApplicationProtocol => "no_application_protocol",
+        A::EncryptedClientHelloRequired => "encrypted_client_hello_required",
+        _ => "unknown",
+    }
+}
+
 /// Which kind a rustls error is, for counters.
 fn classify(e: &rustls::Error, handshaking: bool) -> SessionError {
     use rustls::Error as E;
@@ -251,4 +339,27 @@ fn classify(e: &rustls::Error, handshaking: bool) -> SessionError {
         _ => SessionErrorKind::Protocol,
     };
     error(kind, format!("TLS: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_the_alert_received_or_sent() {
+        let got = alert_of(&rustls::Error::AlertReceived(AlertDescription::UnknownCA));
+        assert_eq!(
+            got,
+            Some(Alert {
+                received: true,
+                name: "unknown_ca"
+            })
+        );
+        let bad = rustls::Error::InvalidCertificate(rustls::CertificateError::Expired);
+        assert_eq!(
+            alert_of(&bad).map(|a| (a.received, a.name)),
+            Some((false, "certificate_expired"))
+        );
+        assert_eq!(alert_of(&rustls::Error::HandshakeNotComplete), None);
+    }
 }

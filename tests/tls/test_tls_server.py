@@ -543,3 +543,76 @@ def test_plaintext_server_scope_has_no_tls_extension(tmp_path):
         assert server.stats()["handshakes"] == 0
     finally:
         server.stop()
+
+
+# --------------------------------------------------------------------------
+# Server.stats() over TLS: handshakes, resumptions, failures by alert
+
+
+def test_stats_count_handshakes_resumptions_and_a_refusing_clients_alert(serve, certs):
+    server = serve()
+    context = certs.client_context()
+    context.minimum_version = context.maximum_version = ssl.TLSVersion.TLSv1_3
+    with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            tls.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            # The ticket arrives after the handshake: read the response first.
+            assert b"Hello, TLS!" in _read_response_bytes(tls)
+            session = tls.session
+    with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as tls:
+            tls.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert b"Hello, TLS!" in _read_response_bytes(tls)
+            assert tls.session_reused
+    # A client that does not trust the certificate refuses it with an alert.
+    with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as raw:
+        refusing = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+        trustme.CA().configure_trust(refusing)
+        with pytest.raises(ssl.SSLError):
+            refusing.wrap_socket(raw, server_hostname="127.0.0.1")
+    deadline = time.monotonic() + PROMPT
+    while server.stats()["failed_handshake"] == 0:
+        assert time.monotonic() < deadline, server.stats()
+        time.sleep(0.01)
+    tls_stats = server.stats()
+    assert (tls_stats["handshakes"], tls_stats["resumptions"]) == (2, 1), tls_stats
+    assert tls_stats["alerts"] == {"unknown_ca": 1}, tls_stats
+    assert tls_stats["alerts_sent"] == {}, tls_stats
+    full = server.on_loop(server.server.stats)
+    # The same counters in both views.
+    assert full["tls"] == tls_stats
+    assert full["requests"]["by_status"]["2xx"] == 2
+    # Bytes are the wire's: ciphertext, more than the plaintext carried.
+    assert full["bytes"]["in"] > 2 * len(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert full["bytes"]["out"] > 2 * len(b"Hello, TLS!")
+
+
+def test_stats_name_the_alert_the_server_sends(serve):
+    server = serve()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=PROMPT) as sock:
+        # A handshake record with a body that is not a ClientHello.
+        sock.sendall(bytes([0x16, 0x03, 0x01, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00]))
+        _read_until_closed(sock)
+    deadline = time.monotonic() + PROMPT
+    while server.stats()["handshakes_failed"] == 0:
+        assert time.monotonic() < deadline, server.stats()
+        time.sleep(0.01)
+    tls_stats = server.stats()
+    assert tls_stats["alerts_sent"] == {"decode_error": 1}, tls_stats
+    assert tls_stats["alerts"] == {}, tls_stats
+
+
+def _read_response_bytes(tls: ssl.SSLSocket) -> bytes:
+    """A whole response with a Content-Length body."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        data = tls.recv(65536)
+        assert data, buf
+        buf += data
+    head, _, body = buf.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        data = tls.recv(65536)
+        assert data, buf
+        body += data
+    return head + b"\r\n\r\n" + body

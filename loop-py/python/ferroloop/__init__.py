@@ -10,7 +10,7 @@
 from ._loop import Loop
 from ._native import __version__
 from ._policy import EventLoopPolicy, install, new_event_loop, run
-from .server import ClientDisconnected, Config, Server, serve
+from .server import ClientDisconnected, Config, Server, ServerStats, serve
 
 __all__ = [
     "ClientDisconnected",
@@ -18,6 +18,7 @@ __all__ = [
     "EventLoopPolicy",
     "Loop",
     "Server",
+    "ServerStats",
     "__version__",
     "install",
     "new_event_loop",

@@ -21,6 +21,8 @@ pub(super) trait ConnHandle: Send + Sync {
     fn flush_corked(&self, py: Python<'_>) -> PyResult<()>;
     /// The app task serving it now, if one runs (cancelled at shutdown).
     fn running_task(&self, py: Python<'_>) -> Option<Py<PyAny>>;
+    /// Bytes read and written on its socket so far (`Server.stats()`).
+    fn wire_bytes(&self, py: Python<'_>) -> (u64, u64);
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError>;
 }
 

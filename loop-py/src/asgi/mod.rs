@@ -22,6 +22,7 @@
 //! - [`server`]: listeners, accepting, the timeout sweep, drain and shutdown.
 
 mod app_task;
+mod counters;
 mod http;
 mod kind;
 mod logs;

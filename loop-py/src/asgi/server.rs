@@ -3,6 +3,7 @@
 //! (the registry among it) is [`ServerShared`]; binding sockets, lifespan
 //! and signals are Python (`ferroloop/server/`).
 
+use super::counters::Live;
 use super::http::{connection_config, Addr, HttpConnection, HttpHandle};
 use super::kind::ConnHandle;
 use super::logs::Logs;
@@ -59,7 +60,7 @@ impl HttpServer {
         let tls = {
             let shared = slf.borrow().shared.clone_ref(slf.py());
             let sh = shared.borrow(slf.py());
-            sh.tls.clone().map(|c| (c, sh.tls_stats.clone()))
+            sh.tls.clone().map(|c| (c, sh.counters.clone()))
         };
         for Accepted { fd: conn_fd, peer } in accepted {
             let core = match StreamCore::accepted(conn_fd, tcp, &config) {
@@ -103,6 +104,7 @@ impl HttpServer {
         let shared = slf.borrow().shared.clone_ref(py);
         let (slot, settings, config) = {
             let mut sh = shared.borrow_mut(py);
+            sh.counters.accepted.bump();
             (sh.reserve(), sh.settings.clone(), sh.conn_config.clone())
         };
         let conn = HttpConnection::new(
@@ -362,11 +364,7 @@ impl HttpServer {
         let shared = self.shared.bind(py);
         let (current, settings, stats) = {
             let sh = shared.borrow();
-            (
-                sh.tls.clone(),
-                sh.settings.tls.clone(),
-                sh.tls_stats.clone(),
-            )
+            (sh.tls.clone(), sh.settings.tls.clone(), sh.counters.clone())
         };
         let (Some(current), Some(settings)) = (current, settings) else {
             return Ok(false);
@@ -376,12 +374,12 @@ impl HttpServer {
         match current.reload(&settings) {
             Ok(config) => {
                 shared.borrow_mut().tls = Some(config);
-                stats.reloaded(true);
+                stats.tls.reloads.bump();
                 ServerShared::log_info(shared, "TLS certificates reloaded")?;
                 Ok(true)
             }
             Err(err) => {
-                stats.reloaded(false);
+                stats.tls.reload_errors.bump();
                 let line = format!("TLS reload failed, keeping the current certificates: {err}");
                 ServerShared::log_warning(shared, &line)?;
                 Ok(false)
@@ -397,18 +395,37 @@ impl HttpServer {
 
     /// The TLS handshake counters (all zero without TLS).
     fn tls_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let stats = self.shared.borrow(py).tls_stats.snapshot();
-        let dict = PyDict::new(py);
-        for (name, value) in stats {
-            dict.set_item(name, value)?;
-        }
-        Ok(dict)
+        let counters = self.shared.borrow(py).counters.clone();
+        counters.tls_dict(py)
+    }
+
+    /// Every counter (`Server.stats()`, contract C2), a fresh dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let shared = self.shared.bind(py);
+        let mut bytes = loop_transports::StreamStats::default();
+        ServerShared::for_each(shared, |conn| {
+            let (read, written) = conn.wire_bytes(py);
+            bytes.bytes_read += read;
+            bytes.bytes_written += written;
+            Ok(())
+        })?;
+        let (counters, live) = {
+            let sh = shared.borrow();
+            let live = Live {
+                open: sh.live_connections(),
+                in_flight: sh.tasks,
+                bytes,
+                tls: sh.tls.is_some(),
+            };
+            (sh.counters.clone(), live)
+        };
+        counters.to_dict(py, &live)
     }
 
     /// Requests whose head arrived so far.
     #[getter]
     fn request_count(&self, py: Python<'_>) -> u64 {
-        self.shared.borrow(py).requests
+        self.shared.borrow(py).counters.requests.get()
     }
 
     #[getter]

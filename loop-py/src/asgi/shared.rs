@@ -1,13 +1,14 @@
 //! What a server's connections share: the app and its lifespan state, the
-//! settings, the loggers, one read buffer and one `Date` cache, counters,
+//! settings, the loggers, one read buffer and one `Date` cache, the
+//! counters (`asgi::counters`),
 //! and the registry of live connections (by [`ConnHandle`], any kind) with
 //! the end-of-tick flush of corked output. Listening and the sweep are
 //! `server`'s; the connections reach this, never the server.
 
+use super::counters::ServerCounters;
 use super::kind::ConnHandle;
 use super::logs::Logs;
 use super::settings::{Settings, READ_CHUNK};
-use super::tls::TlsStats;
 use crate::event_loop::{Loop, TickEnd};
 use loop_http::{ConnectionConfig, DateCache};
 use pyo3::gc::PyVisit;
@@ -37,9 +38,8 @@ pub struct ServerShared {
     live: usize,
     /// App tasks running.
     pub(super) tasks: usize,
-    /// Requests whose head arrived (`limit_max_requests` counts these).
-    pub(super) requests: u64,
-    /// Called (soon, from the loop) once `requests` reaches the count.
+    /// Called (soon, from the loop) once `counters.requests` reaches the
+    /// count.
     request_limit: Option<(u64, Py<PyAny>)>,
     /// Slots whose held-back output goes out at the end of the tick.
     corked: Vec<usize>,
@@ -49,7 +49,8 @@ pub struct ServerShared {
     /// What new TLS handshakes start from (`None`: plaintext). A reload
     /// replaces it; live connections keep the sessions they have.
     pub(super) tls: Option<loop_tls::TlsConfig>,
-    pub(super) tls_stats: Arc<TlsStats>,
+    /// What `Server.stats()` reports; connections and TLS layers share it.
+    pub(super) counters: Arc<ServerCounters>,
 }
 
 /// The end-of-tick flush of a server's corked connections.
@@ -77,7 +78,7 @@ impl ServerShared {
         let tls = settings.tls_config.clone();
         ServerShared {
             tls,
-            tls_stats: Arc::default(),
+            counters: Arc::default(),
             event_loop,
             app,
             state: None,
@@ -91,7 +92,6 @@ impl ServerShared {
             free: Vec::new(),
             live: 0,
             tasks: 0,
-            requests: 0,
             request_limit: None,
             corked: Vec::new(),
             draining: false,
@@ -126,13 +126,12 @@ impl ServerShared {
         self.request_limit = Some((limit, callback));
     }
 
-    /// One more request arrived; at the limit, its callback is scheduled
-    /// (once, with nothing borrowed when it runs).
-    pub(super) fn count_request(slf: &Bound<'_, Self>) -> PyResult<()> {
+    /// One more request (with `method`) arrived; at the limit, its
+    /// callback is scheduled (once, with nothing borrowed when it runs).
+    pub(super) fn count_request(slf: &Bound<'_, Self>, method: &[u8]) -> PyResult<()> {
         let (due, event_loop) = {
             let mut me = slf.borrow_mut();
-            me.requests += 1;
-            let requests = me.requests;
+            let requests = me.counters.request(method);
             let due = match &me.request_limit {
                 Some((limit, _)) if requests >= *limit => me.request_limit.take(),
                 _ => None,
@@ -311,9 +310,15 @@ impl ServerShared {
             format!("ASGI application stopped after its client disconnected ({name}: {exc})");
         Self::log_debug(slf, &line)
     }
+    /// "Exception in ASGI application", with the traceback (each one is
+    /// counted: `app_exceptions`).
     pub(super) fn log_app_exception(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = slf.py();
-        let logger = slf.borrow().logs.error.clone_ref(py);
+        let logger = {
+            let me = slf.borrow();
+            me.counters.app_exceptions.bump();
+            me.logs.error.clone_ref(py)
+        };
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "exc_info"), exc)?;
         logger.call_method(

@@ -1,7 +1,8 @@
 //! TLS on the server's connections: a `loop_tls::TlsSession` behind
 //! `loop_transports::ByteLayer` (the adapter is a line per method), what a
 //! connection keeps of it (the negotiated [`TlsInfo`] once established),
-//! and the server's handshake counters.
+//! and where it counts handshakes, resumptions and failures (the counters
+//! are `asgi::counters`').
 //!
 //! Encrypted bytes never reach Python: the layer sits inside the
 //! connection's `LayeredStream`, under HTTP and, after an upgrade, under
@@ -11,78 +12,28 @@
 //! (`TlsConfig::reload`), but another worker process (a later issue) has
 //! its own, so a ticket resumes only on the process that issued it.
 
-use loop_tls::{SessionError, SessionErrorKind, TlsConfig, TlsInfo, TlsSession};
+use super::counters::{ServerCounters, Timeout};
+use loop_tls::{Alert, SessionError, SessionErrorKind, TlsConfig, TlsInfo, TlsSession};
 use loop_transports::{ByteLayer, Eof, LayerError};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Handshake counters of one server (`Server.tls_stats()`). Atomics, as
-/// every connection's layer holds them and a layer must be `Sync`.
-#[derive(Debug, Default)]
-pub(super) struct TlsStats {
-    handshakes: AtomicU64,
-    not_tls: AtomicU64,
-    handshake_failed: AtomicU64,
-    too_large: AtomicU64,
-    timed_out: AtomicU64,
-    /// The client closed (or reset) before its handshake completed.
-    abandoned: AtomicU64,
-    /// Bad records or alerts after the handshake.
-    protocol_errors: AtomicU64,
-    /// EOF without `close_notify` after the handshake.
-    truncated: AtomicU64,
-    reloads: AtomicU64,
-    reload_errors: AtomicU64,
-}
-
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Ordering::Relaxed);
-}
-
-impl TlsStats {
-    fn failed(&self, kind: SessionErrorKind) {
-        bump(match kind {
-            SessionErrorKind::NotTls => &self.not_tls,
-            SessionErrorKind::Handshake => &self.handshake_failed,
-            SessionErrorKind::HandshakeTooLarge => &self.too_large,
-            SessionErrorKind::Protocol => &self.protocol_errors,
-        });
+/// A session failed: counted by kind, and by alert when it names one.
+fn failed(counters: &ServerCounters, kind: SessionErrorKind, alert: Option<Alert>) {
+    let t = &counters.tls;
+    match kind {
+        SessionErrorKind::NotTls => &t.not_tls,
+        SessionErrorKind::Handshake => &t.handshake_failed,
+        SessionErrorKind::HandshakeTooLarge => &t.too_large,
+        SessionErrorKind::Protocol => &t.protocol_errors,
     }
-
-    pub(super) fn reloaded(&self, ok: bool) {
-        bump(if ok {
-            &self.reloads
-        } else {
-            &self.reload_errors
-        });
-    }
-
-    /// The counters by name, for Python.
-    pub(super) fn snapshot(&self) -> Vec<(&'static str, u64)> {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let failed = [
-            &self.not_tls,
-            &self.handshake_failed,
-            &self.too_large,
-            &self.timed_out,
-            &self.abandoned,
-        ]
-        .into_iter()
-        .map(get)
-        .sum();
-        vec![
-            ("handshakes", get(&self.handshakes)),
-            ("handshakes_failed", failed),
-            ("failed_not_tls", get(&self.not_tls)),
-            ("failed_handshake", get(&self.handshake_failed)),
-            ("failed_too_large", get(&self.too_large)),
-            ("failed_timeout", get(&self.timed_out)),
-            ("failed_abandoned", get(&self.abandoned)),
-            ("protocol_errors", get(&self.protocol_errors)),
-            ("truncated", get(&self.truncated)),
-            ("reloads", get(&self.reloads)),
-            ("reload_errors", get(&self.reload_errors)),
-        ]
+    .bump();
+    match alert {
+        Some(Alert {
+            received: true,
+            name,
+        }) => t.alerts.bump(name),
+        Some(Alert { name, .. }) => t.alerts_sent.bump(name),
+        None => {}
     }
 }
 
@@ -91,7 +42,7 @@ impl TlsStats {
 #[derive(Debug)]
 pub(in crate::asgi) struct TlsState {
     info: OnceLock<TlsInfo>,
-    stats: Arc<TlsStats>,
+    counters: Arc<ServerCounters>,
 }
 
 impl TlsState {
@@ -106,7 +57,8 @@ impl TlsState {
 
     /// The handshake did not complete within `ssl_handshake_timeout`.
     pub(in crate::asgi) fn timed_out(&self) {
-        bump(&self.stats.timed_out);
+        self.counters.tls.timed_out.bump();
+        self.counters.timed_out(Timeout::TlsHandshake);
     }
 }
 
@@ -125,7 +77,11 @@ impl TlsLayer {
         }
         if let Some(info) = self.session.info() {
             if self.state.info.set(info).is_ok() {
-                bump(&self.state.stats.handshakes);
+                let tls = &self.state.counters.tls;
+                tls.handshakes.bump();
+                if self.session.is_resumed() {
+                    tls.resumptions.bump();
+                }
             }
         }
     }
@@ -144,7 +100,7 @@ impl ByteLayer for TlsLayer {
                 } else {
                     err.kind
                 };
-                self.state.stats.failed(kind);
+                failed(&self.state.counters, kind, self.session.alert());
                 // Boxed as itself: `session_error` gets it back for the log.
                 Err(Box::new(err))
             }
@@ -180,9 +136,9 @@ impl ByteLayer for TlsLayer {
     fn eof(&mut self) -> Eof {
         let eof = self.session.eof();
         if !self.state.established() {
-            bump(&self.state.stats.abandoned);
+            self.state.counters.tls.abandoned.bump();
         } else if eof == loop_tls::Eof::Truncated {
-            bump(&self.state.stats.truncated);
+            self.state.counters.tls.truncated.bump();
         }
         match eof {
             loop_tls::Eof::Clean => Eof::Clean,
@@ -195,12 +151,12 @@ impl ByteLayer for TlsLayer {
 /// and the connection's view of it.
 pub(super) fn layer(
     config: &TlsConfig,
-    stats: &Arc<TlsStats>,
+    counters: &Arc<ServerCounters>,
 ) -> Result<(Box<dyn ByteLayer>, Arc<TlsState>), SessionError> {
     let session = config.session()?;
     let state = Arc::new(TlsState {
         info: OnceLock::new(),
-        stats: stats.clone(),
+        counters: counters.clone(),
     });
     let layer = TlsLayer {
         session,
@@ -215,6 +171,12 @@ pub(in crate::asgi) fn session_error(err: &loop_transports::Error) -> Option<&Se
         loop_transports::Error::Layer(inner) => inner.downcast_ref::<SessionError>(),
         _ => None,
     }
+}
+
+/// A socket error (an RST, a broken pipe) ended a read, not TLS: the
+/// connection counts as reset.
+pub(in crate::asgi) fn is_reset(err: Option<&loop_transports::Error>) -> bool {
+    err.is_some_and(|e| session_error(e).is_none())
 }
 
 /// Why a TLS connection ended, for its debug line.
@@ -246,21 +208,23 @@ mod tests {
     }
 
     #[test]
-    fn failures_are_counted_by_kind_and_summed() {
-        let stats = TlsStats::default();
-        stats.failed(SessionErrorKind::NotTls);
-        stats.failed(SessionErrorKind::HandshakeTooLarge);
-        stats.failed(SessionErrorKind::Protocol);
-        bump(&stats.timed_out);
-        stats.reloaded(true);
-        stats.reloaded(false);
-        let snapshot: std::collections::HashMap<_, _> = stats.snapshot().into_iter().collect();
-        assert_eq!(snapshot["failed_not_tls"], 1);
-        assert_eq!(snapshot["failed_too_large"], 1);
-        assert_eq!(snapshot["failed_timeout"], 1);
-        // A protocol error after the handshake is no failed handshake.
+    fn failures_are_counted_by_kind_and_by_alert() {
+        let counters = ServerCounters::default();
+        failed(&counters, SessionErrorKind::NotTls, None);
+        let unknown_ca = Alert {
+            received: true,
+            name: "unknown_ca",
+        };
+        failed(&counters, SessionErrorKind::Handshake, Some(unknown_ca));
+        let decode = Alert {
+            received: false,
+            name: "decode_error",
+        };
+        failed(&counters, SessionErrorKind::Handshake, Some(decode));
+        let t = &counters.tls;
+        assert_eq!((t.not_tls.get(), t.handshake_failed.get()), (1, 2));
+        let snapshot: std::collections::HashMap<_, _> =
+            counters.tls_snapshot().into_iter().collect();
         assert_eq!(snapshot["handshakes_failed"], 3);
-        assert_eq!(snapshot["protocol_errors"], 1);
-        assert_eq!((snapshot["reloads"], snapshot["reload_errors"]), (1, 1));
     }
 }

@@ -5,6 +5,6 @@
 """
 
 from ._config import Config
-from ._server import ClientDisconnected, Server, serve
+from ._server import ClientDisconnected, Server, ServerStats, serve
 
-__all__ = ["ClientDisconnected", "Config", "Server", "serve"]
+__all__ = ["ClientDisconnected", "Config", "Server", "ServerStats", "serve"]

@@ -14,7 +14,7 @@ import signal
 import socket
 import stat
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from .. import _native
 from ._config import Config
@@ -30,6 +30,19 @@ ClientDisconnected = _native.ClientDisconnected
 ClientDisconnected.__module__ = "ferroloop"
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class ServerStats(TypedDict):
+    """`Server.stats()`: nested dicts of counters (ints), by family."""
+
+    connections: dict[str, int]
+    requests: dict[str, Any]
+    bytes: dict[str, int]
+    rejections: dict[str, int]
+    timeouts: dict[str, int]
+    app_exceptions: int
+    websocket: dict[str, Any]
+    tls: dict[str, Any]
 
 
 class Server:
@@ -75,15 +88,30 @@ class Server:
             return False
         return bool(self._native.reload_tls())
 
-    def tls_stats(self) -> dict[str, int]:
+    def tls_stats(self) -> dict[str, Any]:
         """The TLS handshake counters: `handshakes` completed,
         `handshakes_failed` (by kind: `failed_not_tls`, `failed_handshake`,
         `failed_too_large`, `failed_timeout`, `failed_abandoned`),
         `protocol_errors` and `truncated` after the handshake, `reloads`,
-        `reload_errors`. Empty before the server started."""
+        `reload_errors`, `resumptions`, and the alerts that ended sessions
+        by name (`alerts`: the clients', `alerts_sent`: ours). Empty before
+        the server started."""
         if self._native is None:
             return {}
         return dict(self._native.tls_stats())
+
+    def stats(self) -> ServerStats:
+        """The server's counters, a fresh dict each call (empty before the
+        server started): `connections` (open, accepted, closed, reset),
+        `requests` (total, in_flight, by_method, by_status), `bytes` (in,
+        out, on the wire), `rejections` (the statuses the server answered
+        itself), `timeouts` (by kind), `app_exceptions`, `websocket`
+        (sessions, messages, close codes) and `tls` (as `tls_stats()`;
+        empty without TLS). See the README's "Server.stats()"."""
+        if self._native is None:
+            return {}  # type: ignore[typeddict-item]
+        stats: ServerStats = self._native.stats()
+        return stats
 
     async def serve(self) -> None:
         """Start, serve until asked to stop, then shut down gracefully."""

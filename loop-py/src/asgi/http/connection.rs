@@ -16,14 +16,15 @@
 use super::dispatch::Addr;
 use super::dispatch::Waiters;
 use super::exchange;
+use crate::asgi::counters::{ServerCounters, Timeout};
 use crate::asgi::settings::{Settings, WRITE_HIGH, WRITE_LOW};
 use crate::asgi::shared::{sync_fd_interest, Interest, ServerShared};
-use crate::asgi::tls::{describe, session_error, TlsState};
+use crate::asgi::tls::{describe, is_reset, session_error, TlsState};
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_http::{
-    ConnectionConfig, DrainAction, FailOutcome, Phase, RequestHead, ServerConnection, Step,
-    TimerAction,
+    ConnectionConfig, DrainAction, Expired, FailOutcome, Phase, RequestHead, ServerConnection,
+    Step, TimerAction,
 };
 use loop_transports::{Eof, LayerRead, LayeredStream, Write};
 use pyo3::intern;
@@ -84,6 +85,8 @@ pub struct HttpConnection {
     pub(in crate::asgi) tls_extension: Option<Py<pyo3::types::PyDict>>,
     /// When a handshake still running at this time is given up.
     handshake_deadline: f64,
+    /// The server's counters (`Server.stats()`).
+    pub(in crate::asgi) counters: Arc<ServerCounters>,
 }
 
 /// Bound methods registered with the loop, made once per connection.
@@ -131,7 +134,9 @@ impl HttpConnection {
         let base_context = crate::pyapi::copy_current_context(py)?.unbind();
         let now = clock::monotonic();
         let handshake_deadline = now + settings.tls_handshake_timeout;
+        let counters = shared.borrow(py).counters.clone();
         Ok(HttpConnection {
+            counters,
             base_context,
             client: super::dispatch::addr_tuple(py, &peer, false)?,
             local: super::dispatch::addr_tuple(py, &local, true)?,
@@ -186,6 +191,14 @@ impl HttpConnection {
         };
         slf.borrow_mut().callbacks = Some(callbacks);
         Self::sync_interest(slf)
+    }
+
+    /// Bytes read and written on the socket so far.
+    pub(in crate::asgi) fn wire_bytes(&self) -> (u64, u64) {
+        self.stream.as_ref().map_or((0, 0), |s| {
+            let stats = s.core().stats();
+            (stats.bytes_read, stats.bytes_written)
+        })
     }
 
     fn buffered_out(&self) -> usize {
@@ -317,8 +330,10 @@ impl HttpConnection {
             FailOutcome::Ignored => Ok(()),
             FailOutcome::Lose => Self::lose(slf),
             FailOutcome::Answered => {
-                slf.borrow_mut()
-                    .closing_because(format!("answered {status} by the server"));
+                let mut me = slf.borrow_mut();
+                me.counters.rejected(status);
+                me.closing_because(format!("answered {status} by the server"));
+                drop(me);
                 // Logged, but the answer goes out and the app is told even
                 // if logging fails.
                 let logged = Self::log_server_answer(slf, status, head, active);
@@ -393,8 +408,10 @@ impl HttpConnection {
             (me.write_out(), me.file.is_some())
         };
         if lost {
-            slf.borrow_mut()
-                .closing_because("the client went away during a write");
+            let mut me = slf.borrow_mut();
+            me.counters.reset.bump();
+            me.closing_because("the client went away during a write");
+            drop(me);
             return Self::lose(slf);
         }
         if file {
@@ -493,6 +510,12 @@ impl HttpConnection {
     /// or at the end of the tick), and continue with pipelined input.
     pub(in crate::asgi) fn response_complete(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
+        {
+            let me = slf.borrow();
+            if let Some(ex) = me.http.exchange() {
+                me.counters.response(ex.status());
+            }
+        }
         // A session's denial is logged as the session's.
         if slf.borrow().ws.is_none() {
             Self::log_access(slf)?;
@@ -552,6 +575,7 @@ impl HttpConnection {
     /// socket and tell the app.
     pub(in crate::asgi) fn lose(slf: &Bound<'_, Self>) -> PyResult<()> {
         if let Some((mut stream, _)) = Self::detach(slf)? {
+            slf.borrow().counters.stream_closed(&stream.core().stats());
             if stream.has_layer() {
                 // TLS: `close_notify` first, if the socket takes it now, so
                 // the client sees an orderly end (one that sent its own
@@ -683,13 +707,30 @@ impl HttpConnection {
                 // The head deadline came first: the handshake timed out.
                 if let Some(tls) = me.tls.as_ref().filter(|t| !t.established()) {
                     tls.timed_out();
+                } else if let Some(kind) = timeout_kind(expired) {
+                    me.counters.timed_out(kind);
                 }
                 me.closing_because(expired.as_str());
                 drop(me);
                 Self::lose(slf)
             }
-            TimerAction::Fail(status) => Self::fail(slf, status),
+            TimerAction::Fail(status) => {
+                slf.borrow().counters.timed_out(Timeout::RequestHead);
+                Self::fail(slf, status)
+            }
         }
+    }
+}
+
+/// The counter of a deadline that ended a connection (a linger's end is
+/// the normal end of a close, no timeout).
+fn timeout_kind(expired: Expired) -> Option<Timeout> {
+    match expired {
+        Expired::Head => Some(Timeout::RequestHead),
+        Expired::KeepAlive => Some(Timeout::KeepAlive),
+        Expired::BodyRate => Some(Timeout::Body),
+        Expired::Drain => Some(Timeout::Drain),
+        Expired::Linger => None,
     }
 }
 
@@ -727,7 +768,12 @@ impl HttpConnection {
                 }
                 Ok(LayerRead::Done) => match stream.take_closed() {
                     None => (true, "".into()),
-                    Some(err) => (false, lost_because(err.as_ref())),
+                    Some(err) => {
+                        if is_reset(err.as_ref()) {
+                            me.counters.reset.bump();
+                        }
+                        (false, lost_because(err.as_ref()))
+                    }
                 },
                 Ok(LayerRead::Eof(Eof::Clean)) => (false, "closed by the client".into()),
                 // A client that closes without `close_notify` is common
@@ -736,7 +782,12 @@ impl HttpConnection {
                     false,
                     "closed by the client without TLS close_notify".into(),
                 ),
-                Err(err) => (false, lost_because(Some(&err))),
+                Err(err) => {
+                    if is_reset(Some(&err)) {
+                        me.counters.reset.bump();
+                    }
+                    (false, lost_because(Some(&err)))
+                }
             };
             if !open {
                 me.closing_because(why);

@@ -87,7 +87,7 @@ pub(in crate::asgi) fn start_request(
     let py = conn.py();
     let server = conn.borrow().shared.clone_ref(py);
     let server = server.bind(py);
-    ServerShared::count_request(server)?;
+    ServerShared::count_request(server, head.method())?;
     let over_limit = {
         let srv = server.borrow();
         srv.settings

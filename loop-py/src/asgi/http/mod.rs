@@ -56,6 +56,11 @@ impl ConnHandle for HttpHandle {
         dispatch::running_task(&self.0.borrow(py), py)
     }
 
+    fn wire_bytes(&self, py: Python<'_>) -> (u64, u64) {
+        // Not borrowed elsewhere when the server reports; (0, 0) if it were.
+        self.0.try_borrow(py).map_or((0, 0), |c| c.wire_bytes())
+    }
+
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.0)
     }

@@ -81,6 +81,7 @@ pub(super) fn start(
     let session = Bound::new(
         py,
         WsSession::new(
+            conn.borrow().counters.clone(),
             shared,
             event_loop.clone_ref(py),
             base_context,

@@ -6,8 +6,10 @@
 
 use super::session::{self, Stage, WsSession};
 use super::WsHandle;
+use crate::asgi::counters::Timeout;
 use crate::asgi::settings::{WRITE_HIGH, WRITE_LOW};
 use crate::asgi::shared::{sync_fd_interest, Interest, ServerShared};
+use crate::asgi::tls::is_reset;
 use crate::event_loop::Loop;
 use loop_core::clock;
 use loop_transports::{LayerRead, LayeredStream, Write};
@@ -34,6 +36,9 @@ pub(super) fn attach(
         let mut me = slf.borrow_mut();
         me.fd = stream.core().fd();
         me.stream = Some(stream);
+        // The `101` went out: a response, and a session.
+        me.counters.response(101);
+        me.counters.ws_sessions.bump();
         let mut ws = loop_ws::Connection::new(&me.config, deflate, now);
         if !rest.is_empty() {
             ws.receive(&rest, now);
@@ -152,7 +157,11 @@ pub(super) fn send_direct(
         }
         let written = stream.core_mut().write_vectored(&[&me.out, payload]);
         me.out.clear();
-        !matches!(written, Ok(Write::Accepted))
+        let lost = !matches!(written, Ok(Write::Accepted));
+        if lost {
+            me.counters.reset.bump();
+        }
+        lost
     };
     if lost {
         lose(slf)?;
@@ -193,6 +202,9 @@ pub(super) fn flush(slf: &Bound<'_, WsSession>) -> PyResult<()> {
             me.linger_until = Some(clock::monotonic() + linger);
             let half_closed = me.stream.as_mut().is_some_and(|s| s.shutdown().is_ok());
             done = linger <= 0.0 || !half_closed;
+        }
+        if lost {
+            me.counters.reset.bump();
         }
         (lost, done)
     };
@@ -357,18 +369,29 @@ pub(super) fn abort(slf: &Bound<'_, WsSession>) -> PyResult<()> {
 /// The sweep: pings, pong and close timeouts due by `now`.
 pub(super) fn check_timers(slf: &Bound<'_, WsSession>, now: f64) -> PyResult<()> {
     let action = {
-        let mut me = slf.borrow_mut();
+        let mut guard = slf.borrow_mut();
+        let me = &mut *guard;
         if me.linger_until.is_some_and(|until| now >= until) {
-            drop(me);
+            drop(guard);
             return lose(slf);
         }
         let Some(ws) = me.ws.as_mut() else {
             return Ok(());
         };
-        match ws.next_deadline() {
+        let action = match ws.next_deadline() {
             Some(due) if due <= now => ws.on_timer(now),
             _ => TimerAction::Nothing,
+        };
+        // An open session that a timer starts closing missed its pong
+        // (closed with 1011); an abort is the close timeout.
+        match action {
+            TimerAction::Output if ws.state() != State::Open => {
+                me.counters.timed_out(Timeout::WsPing)
+            }
+            TimerAction::Abort => me.counters.timed_out(Timeout::WsClose),
+            _ => {}
         }
+        action
     };
     match action {
         TimerAction::Nothing => Ok(()),
@@ -417,6 +440,12 @@ pub(super) fn lose(slf: &Bound<'_, WsSession>) -> PyResult<()> {
             let _ = Loop::remove_fd_callback(lp, fd_obj.as_any(), true);
         }
     }
+    {
+        let me = slf.borrow();
+        me.counters.stream_closed(&stream.core().stats());
+        me.counters.ws_ended.bump();
+        me.counters.ws_close_codes.bump(code);
+    }
     let mut stream = stream;
     stream.close_fd();
     drop(stream);
@@ -464,17 +493,23 @@ impl WsSession {
                     false
                 }
                 Ok(LayerRead::Done) => {
-                    let gone = stream.take_closed().is_some();
-                    if gone {
+                    let closed = stream.take_closed();
+                    if let Some(err) = &closed {
+                        if is_reset(err.as_ref()) {
+                            me.counters.reset.bump();
+                        }
                         ws.receive_eof();
                     }
-                    gone
+                    closed.is_some()
                 }
                 Ok(LayerRead::Eof(_)) => {
                     ws.receive_eof();
                     false
                 }
-                Err(_) => {
+                Err(err) => {
+                    if is_reset(Some(&err)) {
+                        me.counters.reset.bump();
+                    }
                     ws.receive_eof();
                     true
                 }

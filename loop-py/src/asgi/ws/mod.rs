@@ -96,6 +96,16 @@ impl ConnHandle for WsHandle {
         self.0.borrow(py).task.as_ref().map(|t| t.clone_ref(py))
     }
 
+    fn wire_bytes(&self, py: Python<'_>) -> (u64, u64) {
+        let Ok(session) = self.0.try_borrow(py) else {
+            return (0, 0);
+        };
+        session.stream.as_ref().map_or((0, 0), |s| {
+            let stats = s.core().stats();
+            (stats.bytes_read, stats.bytes_written)
+        })
+    }
+
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.0)
     }

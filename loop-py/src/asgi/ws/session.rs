@@ -15,6 +15,7 @@
 use super::decode::{self, Data, Decoded, WsMessage};
 use super::receiving::{self, Receiving};
 use super::{io, Denial, Handshake};
+use crate::asgi::counters::ServerCounters;
 use crate::asgi::settings::WRITE_HIGH;
 use crate::asgi::shared::ServerShared;
 use crate::asgi::ClientDisconnected;
@@ -39,6 +40,8 @@ pub(in crate::asgi) enum Stage {
 
 #[pyclass(module = "ferroloop._native")]
 pub struct WsSession {
+    /// The server's counters (`Server.stats()`).
+    pub(super) counters: Arc<ServerCounters>,
     pub(super) shared: Py<ServerShared>,
     pub(super) event_loop: Py<Loop>,
     /// The server's context, for the loop callbacks (as HTTP's).
@@ -85,6 +88,7 @@ pub struct WsSession {
 impl WsSession {
     #[allow(clippy::too_many_arguments)]
     pub(in crate::asgi) fn new(
+        counters: Arc<ServerCounters>,
         shared: Py<ServerShared>,
         event_loop: Py<Loop>,
         base_context: Py<PyAny>,
@@ -95,6 +99,7 @@ impl WsSession {
         client_text: String,
     ) -> Self {
         WsSession {
+            counters,
             shared,
             event_loop,
             base_context,
@@ -159,6 +164,7 @@ impl WsSession {
         // After its own close the app gets no more messages (as uvicorn).
         if self.finished_by.is_none() {
             if let Some(message) = self.ws.as_mut().and_then(loop_ws::Connection::next_message) {
+                self.counters.ws_messages_in.bump();
                 return Event::Message(message);
             }
         }
@@ -643,6 +649,7 @@ fn send_data<'py>(slf: &Bound<'py, WsSession>, data: Data<'py>) -> PyResult<Boun
             return Err(client_disconnected());
         }
     }
+    slf.borrow().counters.ws_messages_out.bump();
     io::written(slf)?;
     let wait = slf.borrow().buffered_out() > WRITE_HIGH && slf.borrow().stream.is_some();
     if wait {

@@ -1,0 +1,396 @@
+//! The server's counters, in one place: what `Server.stats()` and
+//! `Server.tls_stats()` report. [`ServerShared`](super::shared::ServerShared)
+//! owns them; connections, WebSocket sessions and TLS layers hold the same
+//! `Arc` and count where things happen.
+//!
+//! Cost: an increment is a load, an add and a store, no locked instruction
+//! and no hashing. By-method and by-status counters are fixed arrays
+//! (a method's bytes are matched against the nine standard ones); only the
+//! rare WebSocket close codes and TLS alerts go to a small list behind a
+//! mutex. Bytes on the wire are not counted per write at all: the streams
+//! count them already (`StreamCore::stats`), the totals of closed
+//! connections are added here when they close, and a report adds the live
+//! connections' own counts.
+
+use loop_transports::StreamStats;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// One counter. Every increment runs on the loop's thread with the GIL
+/// held, so a relaxed load and store (plain moves) is enough; the atomic
+/// type only makes the counters `Sync`, which a pyclass and a TLS layer
+/// need. A second thread incrementing at once could lose a count, never
+/// corrupt one.
+#[derive(Debug, Default)]
+pub(super) struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline]
+    pub(super) fn bump(&self) {
+        self.add(1);
+    }
+
+    #[inline]
+    pub(super) fn add(&self, n: u64) {
+        let v = self.0.load(Ordering::Relaxed);
+        self.0.store(v.wrapping_add(n), Ordering::Relaxed);
+    }
+
+    pub(super) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counters by a name known only at run time (close codes, alerts): few
+/// distinct names and rare events, so a list scanned under a mutex.
+#[derive(Debug, Default)]
+pub(super) struct Named<K>(Mutex<Vec<(K, u64)>>);
+
+impl<K: PartialEq + Copy> Named<K> {
+    pub(super) fn bump(&self, key: K) {
+        let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match list.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => list.push((key, 1)),
+        }
+    }
+
+    fn snapshot(&self) -> Vec<(K, u64)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The nine standard methods (RFC 9110 §9, PATCH from RFC 5789); any
+/// other counts as `"other"`.
+const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+fn method_index(method: &[u8]) -> usize {
+    match method {
+        b"GET" => 0,
+        b"HEAD" => 1,
+        b"POST" => 2,
+        b"PUT" => 3,
+        b"DELETE" => 4,
+        b"CONNECT" => 5,
+        b"OPTIONS" => 6,
+        b"TRACE" => 7,
+        b"PATCH" => 8,
+        _ => 9,
+    }
+}
+
+const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// The statuses the server answers itself (400: malformed, 408: no head in
+/// time, 413/414/431: limits, 500: the app failed before its response,
+/// 501/505: unsupported framing or version, 503: `limit_concurrency`).
+const REJECTIONS: [u16; 9] = [400, 408, 413, 414, 431, 500, 501, 503, 505];
+
+/// How a deadline ended a connection or session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Timeout {
+    /// An idle kept connection reached `timeout_keep_alive`.
+    KeepAlive = 0,
+    /// No complete head within `timeout_request_head` (408, or closed).
+    RequestHead,
+    /// The request body arrived slower than `min_body_rate`.
+    Body,
+    /// A closing connection's output did not drain in time.
+    Drain,
+    /// `ssl_handshake_timeout`.
+    TlsHandshake,
+    /// The client did not finish the WebSocket closing handshake in time.
+    WsClose,
+    /// No pong within `ws_ping_timeout` (closed with 1011).
+    WsPing,
+}
+
+const TIMEOUTS: [&str; 7] = [
+    "keep_alive",
+    "request_head",
+    "body",
+    "drain",
+    "tls_handshake",
+    "ws_close",
+    "ws_ping",
+];
+
+/// The TLS part (`Server.tls_stats()`, `stats()["tls"]`).
+#[derive(Debug, Default)]
+pub(super) struct TlsCounters {
+    pub handshakes: Counter,
+    /// Handshakes that resumed a session (ticket or session id).
+    pub resumptions: Counter,
+    pub not_tls: Counter,
+    pub handshake_failed: Counter,
+    pub too_large: Counter,
+    pub timed_out: Counter,
+    /// The client closed (or reset) before its handshake completed.
+    pub abandoned: Counter,
+    /// Bad records or alerts after the handshake.
+    pub protocol_errors: Counter,
+    /// EOF without `close_notify` after the handshake.
+    pub truncated: Counter,
+    pub reloads: Counter,
+    pub reload_errors: Counter,
+    /// Alerts the clients sent that ended sessions, by name.
+    pub alerts: Named<&'static str>,
+    /// Alerts the server sent when it failed a session, by name.
+    pub alerts_sent: Named<&'static str>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct ServerCounters {
+    pub accepted: Counter,
+    /// Connections ended (every way: `reset` is part of these).
+    pub closed: Counter,
+    /// Ended by a socket error from the peer (an RST, a broken pipe).
+    pub reset: Counter,
+    /// Requests whose head arrived (`limit_max_requests` counts these).
+    pub requests: Counter,
+    by_method: [Counter; 10],
+    by_status: [Counter; 5],
+    /// Bytes on the wire of connections closed so far.
+    bytes_in: Counter,
+    bytes_out: Counter,
+    rejections: [Counter; REJECTIONS.len() + 1],
+    timeouts: [Counter; TIMEOUTS.len()],
+    pub app_exceptions: Counter,
+    pub ws_sessions: Counter,
+    pub ws_ended: Counter,
+    pub ws_messages_in: Counter,
+    pub ws_messages_out: Counter,
+    pub ws_close_codes: Named<u16>,
+    pub tls: TlsCounters,
+}
+
+/// What a report takes from the server's live state, not from counters.
+pub(super) struct Live {
+    pub open: usize,
+    pub in_flight: usize,
+    /// The live connections' wire bytes so far.
+    pub bytes: StreamStats,
+    pub tls: bool,
+}
+
+impl ServerCounters {
+    /// A request head arrived (its method counted); the new total.
+    #[inline]
+    pub(super) fn request(&self, method: &[u8]) -> u64 {
+        self.by_method[method_index(method)].bump();
+        self.requests.bump();
+        self.requests.get()
+    }
+
+    /// A response (the app's or the server's own) with `status` started.
+    #[inline]
+    pub(super) fn response(&self, status: u16) {
+        let class = (status / 100).clamp(1, 5) as usize - 1;
+        self.by_status[class].bump();
+    }
+
+    /// The server answered `status` itself (a response too).
+    pub(super) fn rejected(&self, status: u16) {
+        self.response(status);
+        let i = REJECTIONS
+            .iter()
+            .position(|s| *s == status)
+            .unwrap_or(REJECTIONS.len());
+        self.rejections[i].bump();
+    }
+
+    pub(super) fn timed_out(&self, kind: Timeout) {
+        self.timeouts[kind as usize].bump();
+    }
+
+    /// A connection's stream closed with these wire counts.
+    pub(super) fn stream_closed(&self, stats: &StreamStats) {
+        self.closed.bump();
+        self.bytes_in.add(stats.bytes_read);
+        self.bytes_out.add(stats.bytes_written);
+    }
+
+    /// The TLS counters by name (`tls_stats()`).
+    pub(super) fn tls_snapshot(&self) -> Vec<(&'static str, u64)> {
+        let t = &self.tls;
+        let failed = [
+            &t.not_tls,
+            &t.handshake_failed,
+            &t.too_large,
+            &t.timed_out,
+            &t.abandoned,
+        ]
+        .into_iter()
+        .map(Counter::get)
+        .sum();
+        vec![
+            ("handshakes", t.handshakes.get()),
+            ("resumptions", t.resumptions.get()),
+            ("handshakes_failed", failed),
+            ("failed_not_tls", t.not_tls.get()),
+            ("failed_handshake", t.handshake_failed.get()),
+            ("failed_too_large", t.too_large.get()),
+            ("failed_timeout", t.timed_out.get()),
+            ("failed_abandoned", t.abandoned.get()),
+            ("protocol_errors", t.protocol_errors.get()),
+            ("truncated", t.truncated.get()),
+            ("reloads", t.reloads.get()),
+            ("reload_errors", t.reload_errors.get()),
+        ]
+    }
+
+    /// `tls_stats()`: the counters, with the alerts as dicts.
+    pub(super) fn tls_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for (name, value) in self.tls_snapshot() {
+            dict.set_item(name, value)?;
+        }
+        for (key, named) in [
+            ("alerts", &self.tls.alerts),
+            ("alerts_sent", &self.tls.alerts_sent),
+        ] {
+            let alerts = PyDict::new(py);
+            for (name, n) in named.snapshot() {
+                alerts.set_item(name, n)?;
+            }
+            dict.set_item(key, alerts)?;
+        }
+        Ok(dict)
+    }
+
+    /// `Server.stats()`: a fresh dict of everything (contract C2).
+    pub(super) fn to_dict<'py>(
+        &self,
+        py: Python<'py>,
+        live: &Live,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        let sub = |pairs: &[(&str, u64)]| -> PyResult<Bound<'py, PyDict>> {
+            let d = PyDict::new(py);
+            for (k, v) in pairs {
+                d.set_item(*k, *v)?;
+            }
+            Ok(d)
+        };
+        dict.set_item(
+            "connections",
+            sub(&[
+                ("open", live.open as u64),
+                ("accepted", self.accepted.get()),
+                ("closed", self.closed.get()),
+                ("reset", self.reset.get()),
+            ])?,
+        )?;
+        let requests = sub(&[
+            ("total", self.requests.get()),
+            ("in_flight", live.in_flight as u64),
+        ])?;
+        let by_method = PyDict::new(py);
+        for (name, c) in METHODS.iter().chain(&["other"]).zip(&self.by_method) {
+            by_method.set_item(*name, c.get())?;
+        }
+        requests.set_item("by_method", by_method)?;
+        let by_status = PyDict::new(py);
+        for (name, c) in STATUS_CLASSES.iter().zip(&self.by_status) {
+            by_status.set_item(*name, c.get())?;
+        }
+        requests.set_item("by_status", by_status)?;
+        dict.set_item("requests", requests)?;
+        dict.set_item(
+            "bytes",
+            sub(&[
+                ("in", self.bytes_in.get() + live.bytes.bytes_read),
+                ("out", self.bytes_out.get() + live.bytes.bytes_written),
+            ])?,
+        )?;
+        let rejections = PyDict::new(py);
+        for (status, c) in REJECTIONS.iter().zip(&self.rejections) {
+            rejections.set_item(status.to_string(), c.get())?;
+        }
+        rejections.set_item("other", self.rejections[REJECTIONS.len()].get())?;
+        dict.set_item("rejections", rejections)?;
+        let timeouts = PyDict::new(py);
+        for (name, c) in TIMEOUTS.iter().zip(&self.timeouts) {
+            timeouts.set_item(*name, c.get())?;
+        }
+        dict.set_item("timeouts", timeouts)?;
+        dict.set_item("app_exceptions", self.app_exceptions.get())?;
+        let total = self.ws_sessions.get();
+        let ws = sub(&[
+            ("sessions_open", total.saturating_sub(self.ws_ended.get())),
+            ("sessions_total", total),
+            ("messages_in", self.ws_messages_in.get()),
+            ("messages_out", self.ws_messages_out.get()),
+        ])?;
+        let codes = PyDict::new(py);
+        for (code, n) in self.ws_close_codes.snapshot() {
+            codes.set_item(code.to_string(), n)?;
+        }
+        ws.set_item("close_codes", codes)?;
+        dict.set_item("websocket", ws)?;
+        let tls = if live.tls {
+            self.tls_dict(py)?
+        } else {
+            PyDict::new(py)
+        };
+        dict.set_item("tls", tls)?;
+        Ok(dict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn methods_and_statuses_land_in_their_slots() {
+        let c = ServerCounters::default();
+        for m in [&b"GET"[..], b"GET", b"POST", b"PATCH", b"BREW", b"get"] {
+            c.request(m);
+        }
+        let counts: Vec<u64> = c.by_method.iter().map(Counter::get).collect();
+        assert_eq!(counts, [2, 0, 1, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(c.requests.get(), 6);
+        for s in [101, 200, 204, 301, 404, 500, 503, 99, 600] {
+            c.response(s);
+        }
+        let classes: Vec<u64> = c.by_status.iter().map(Counter::get).collect();
+        assert_eq!(classes, [2, 2, 1, 1, 3]);
+    }
+
+    #[test]
+    fn rejections_count_as_responses_and_by_status_code() {
+        let c = ServerCounters::default();
+        c.rejected(431);
+        c.rejected(431);
+        c.rejected(418);
+        assert_eq!(c.rejections[4].get(), 2);
+        assert_eq!(c.rejections[REJECTIONS.len()].get(), 1);
+        assert_eq!(c.by_status[3].get(), 3);
+    }
+
+    #[test]
+    fn failures_are_summed_and_a_protocol_error_is_no_failed_handshake() {
+        let c = ServerCounters::default();
+        c.tls.not_tls.bump();
+        c.tls.too_large.bump();
+        c.tls.timed_out.bump();
+        c.tls.protocol_errors.bump();
+        let snapshot: std::collections::HashMap<_, _> = c.tls_snapshot().into_iter().collect();
+        assert_eq!(snapshot["handshakes_failed"], 3);
+        assert_eq!(snapshot["protocol_errors"], 1);
+    }
+
+    #[test]
+    fn named_counters_add_up_per_key() {
+        let n = Named::default();
+        n.bump(1000u16);
+        n.bump(1001);
+        n.bump(1000);
+        assert_eq!(n.snapshot(), [(1000, 2), (1001, 1)]);
+    }
+}
