@@ -10,6 +10,7 @@
 //! * [`timers`]: a deadline heap with lazy cancellation;
 //! * [`ready`]: the FIFO of callbacks ready to run, consumed a tick at a time;
 //! * [`injector`]: the only door into a loop from other threads;
+//! * [`stats`]: the always-on counters behind `loop.stats()`;
 //! * [`executor`]: a small single-threaded `async-task` runtime on top of the
 //!   above for Rust embedders.
 //!
@@ -24,6 +25,7 @@ pub mod injector;
 pub mod poller;
 pub mod reactor;
 pub mod ready;
+pub mod stats;
 pub mod timers;
 
 pub use error::Error;

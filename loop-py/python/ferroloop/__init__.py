@@ -7,7 +7,7 @@
     ferroloop.serve(app, "127.0.0.1", 8000)    # the native ASGI server
 """
 
-from ._loop import Loop
+from ._loop import Loop, LoopStats
 from ._native import __version__
 from ._policy import EventLoopPolicy, install, new_event_loop, run
 from .server import ClientDisconnected, Config, Server, ServerStats, serve
@@ -17,6 +17,7 @@ __all__ = [
     "Config",
     "EventLoopPolicy",
     "Loop",
+    "LoopStats",
     "Server",
     "ServerStats",
     "__version__",

@@ -21,7 +21,7 @@ import traceback
 import warnings
 import weakref
 from asyncio import base_events, coroutines, events, futures, tasks
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypedDict, TypeVar
 
 from . import _native
 from ._signals import SignalHandlers
@@ -36,6 +36,26 @@ from ._transport import ReadBuffer
 logger = logging.getLogger("asyncio")
 
 _T = TypeVar("_T")
+
+
+class LoopStats(TypedDict):
+    """What ``Loop.stats()`` returns: always-on counters since the loop was
+    made, and gauges read now. Times are wall-clock seconds inside
+    ``run_forever`` (time between runs counts as neither busy nor polling)."""
+
+    ticks: int  #: loop iterations
+    polls: int  #: poller waits (a tick with no fds and nothing to wait for makes none)
+    blocking_polls: int  #: waits with a non-zero timeout
+    poll_seconds: float  #: time blocked in those waits
+    busy_seconds: float  #: time running and not blocked in a poll
+    utilization: float  #: busy / (busy + poll), 0.0 before the first run
+    callbacks: int  #: handles taken from the ready queue to run (cancelled ones included)
+    timers_fired: int  #: due timers moved to the ready queue
+    timers_cancelled: int  #: scheduled timers cancelled
+    threadsafe_calls: int  #: call_soon_threadsafe items received through the cross-thread queue (not from the running loop's own thread)
+    ready: int  #: handles queued for the next tick now
+    timers: int  #: scheduled timers not known to be cancelled, now
+    fds: int  #: registered fds now
 
 # The stdlib's own callback, not a copy: anyio finds the root task (for
 # worker threads) by looking for exactly this function among a task's

@@ -16,9 +16,11 @@ use loop_core::clock;
 use loop_core::injector::Injector;
 use loop_core::reactor::{Reactor, Ready};
 use loop_core::ready::ReadyQueue;
+use loop_core::stats::LoopStats;
 use loop_core::timers::{TimerEntry, Timers};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::gc::PyVisit;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use pyo3::PyTraverseError;
@@ -48,6 +50,8 @@ struct State {
     pool: HandlePool,
     /// Run once this tick's callbacks have run (see [`TickEnd`]).
     tick_end: Vec<Box<dyn TickEnd>>,
+    /// `loop.stats()`'s counters.
+    stats: LoopStats,
 }
 
 /// Work a component defers to the end of the current tick, after every
@@ -131,7 +135,9 @@ impl Loop {
     /// timers into the heap), in the order they were queued.
     #[inline]
     fn absorb_injected(&self, st: &mut State) {
+        let mut received = 0;
         while let Some(handle) = self.injector.pop() {
+            received += 1;
             match handle {
                 AnyHandle::Timer(timer) => {
                     let when = timer.get().when;
@@ -140,6 +146,7 @@ impl Loop {
                 plain => st.ready.push(plain),
             }
         }
+        st.stats.threadsafe_calls += received;
     }
 
     /// Run `hook` at the end of the current tick (or of the next one, when
@@ -297,6 +304,7 @@ impl Loop {
                 events: Vec::with_capacity(64),
                 pool: HandlePool::default(),
                 tick_end: Vec::new(),
+                stats: LoopStats::new(),
             }),
             injector,
             closed: AtomicBool::new(false),
@@ -534,6 +542,7 @@ impl Loop {
             ));
         }
         let _guard = RunGuard(this);
+        this.state()?.stats.run_started(clock::monotonic());
         loop {
             // A panic in the tick itself (not in a callback) is a bug in
             // ferroloop: end run_forever with a RuntimeError, never with
@@ -605,6 +614,39 @@ impl Loop {
     fn _schedule(&self, handle: Py<Handle>) -> PyResult<()> {
         self.check_closed()?;
         self.schedule(AnyHandle::Plain(handle))
+    }
+
+    /// The loop's counters and gauges (`LoopStats` in `_loop.py`). Loop
+    /// thread only while it runs (like the other non-threadsafe methods).
+    /// `ready` is the queue for the next tick (from inside a callback, the
+    /// rest of the current tick's batch is not in it); `timers` excludes
+    /// timers known to be cancelled.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (stats, ready, timers, fds) = {
+            let st = self.state()?;
+            let pending_cancels = self.timer_cancels.load(Ordering::Relaxed);
+            let timers = st
+                .timers
+                .len()
+                .saturating_sub(st.timers.cancelled_count() + pending_cancels);
+            (st.stats.clone(), st.ready.len(), timers, st.reactor.len())
+        };
+        let now = clock::monotonic();
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "ticks"), stats.ticks)?;
+        d.set_item(intern!(py, "polls"), stats.polls)?;
+        d.set_item(intern!(py, "blocking_polls"), stats.blocking_polls)?;
+        d.set_item(intern!(py, "poll_seconds"), stats.poll_seconds)?;
+        d.set_item(intern!(py, "busy_seconds"), stats.busy_seconds(now))?;
+        d.set_item(intern!(py, "utilization"), stats.utilization(now))?;
+        d.set_item(intern!(py, "callbacks"), stats.callbacks)?;
+        d.set_item(intern!(py, "timers_fired"), stats.timers_fired)?;
+        d.set_item(intern!(py, "timers_cancelled"), stats.timers_cancelled)?;
+        d.set_item(intern!(py, "threadsafe_calls"), stats.threadsafe_calls)?;
+        d.set_item(intern!(py, "ready"), ready)?;
+        d.set_item(intern!(py, "timers"), timers)?;
+        d.set_item(intern!(py, "fds"), fds)?;
+        Ok(d)
     }
 
     fn _ready_count(&self) -> PyResult<usize> {

@@ -25,10 +25,16 @@ impl Loop {
             let mut guard = self.state()?;
             let st = &mut *guard;
             self.absorb_injected(st);
+            st.stats.ticks += 1;
             if self.timer_cancels.load(Ordering::Relaxed) > 0 {
                 let cancels = self.timer_cancels.swap(0, Ordering::AcqRel);
+                st.stats.timers_cancelled += cancels as u64;
                 st.timers.note_cancelled_n(cancels, &mut graveyard);
             }
+            // A clock read of this tick that the timer phase can reuse: the
+            // end of a blocking poll (read for `poll_seconds` anyway).
+            let mut after_poll = None;
+            let mut deadline_read = None;
             let timeout = if !st.ready.is_empty()
                 || !st.tick_end.is_empty()
                 || self.stopping.load(Ordering::Acquire)
@@ -36,7 +42,11 @@ impl Loop {
                 0
             } else {
                 match st.timers.next_deadline(&mut graveyard) {
-                    Some(deadline) => clock::timeout_millis(deadline - clock::monotonic()),
+                    Some(deadline) => {
+                        let now = clock::monotonic();
+                        deadline_read = Some(now);
+                        clock::timeout_millis(deadline - now)
+                    }
                     None => -1,
                 }
             };
@@ -45,13 +55,20 @@ impl Loop {
             events.clear();
             let reactor = &mut st.reactor;
             let waited = if blocking {
-                // Only a poll that can block is worth releasing the GIL for.
-                py.detach(|| reactor.poll(timeout, &mut events))
+                // Only a poll that can block is worth releasing the GIL for
+                // (or timing: the only clock reads `loop.stats()` adds).
+                let start = deadline_read.unwrap_or_else(clock::monotonic);
+                let waited = py.detach(|| reactor.poll(timeout, &mut events));
+                let end = clock::monotonic();
+                st.stats.note_blocking_poll(end - start);
+                after_poll = Some(end);
+                waited
             } else if reactor.is_empty() {
                 // Nothing to poll and nothing to wait for: skip the syscall.
                 // Threadsafe callbacks are taken from the injector below.
                 Ok(loop_core::poller::Wait::default())
             } else {
+                st.stats.note_poll();
                 reactor.poll(0, &mut events)
             };
             match waited {
@@ -85,15 +102,21 @@ impl Loop {
             let end = if st.timers.is_empty() {
                 f64::NEG_INFINITY
             } else {
-                clock::monotonic() + self.clock_resolution
+                after_poll.unwrap_or_else(clock::monotonic) + self.clock_resolution
             };
+            let mut fired = 0;
             while let Some(timer) = st.timers.pop_due(end, &mut graveyard) {
                 timer.0.get().scheduled.store(false, Ordering::Release);
                 st.ready.push(AnyHandle::Timer(timer.0));
+                fired += 1;
             }
+            st.stats.timers_fired += fired;
             let mut batch = ReadyQueue::new();
             batch.swap(&mut st.spare);
             batch.swap(&mut st.ready);
+            // Counted as a batch; the ones an exception leaves unrun are
+            // taken back below.
+            st.stats.callbacks += batch.len() as u64;
             batch
         };
         drop(graveyard);
@@ -111,6 +134,7 @@ impl Loop {
             if let Err(err) = result {
                 // KeyboardInterrupt/SystemExit: the rest keep their place.
                 if let Ok(mut st) = self.state.try_borrow_mut() {
+                    st.stats.callbacks = st.stats.callbacks.saturating_sub(batch.len() as u64);
                     st.ready.prepend(&mut batch);
                 }
                 self.run_tick_end(py);
@@ -203,6 +227,9 @@ pub(super) struct RunGuard<'a>(pub(super) &'a Loop);
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
+        if let Ok(mut st) = self.0.state.try_borrow_mut() {
+            st.stats.run_ended(clock::monotonic());
+        }
         self.0.stopping.store(false, Ordering::Release);
         self.0.state.release();
     }
