@@ -56,7 +56,7 @@ FAMILIES: tuple[Family, ...] = (
     _counter("loop_timers_cancelled", "Timers cancelled.", "loop", "timers_cancelled"),
     _counter("loop_threadsafe_calls", "call_soon_threadsafe items received.", "loop", "threadsafe_calls"),
     _gauge("loop_ready_depth", "Callbacks in the ready queue.", "loop", "ready"),
-    _gauge("loop_timer_heap_depth", "Timers in the timer heap.", "loop", "timers"),
+    _gauge("loop_timer_heap_depth", "Timers scheduled and not cancelled.", "loop", "timers"),
     _gauge("loop_fds", "File descriptors registered with the poller.", "loop", "fds"),
     _gauge("connections_open", "Connections open.", "server", "connections", "open"),
     _counter("connections_accepted", "Connections accepted.", "server", "connections", "accepted"),
