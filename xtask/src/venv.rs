@@ -27,6 +27,8 @@ const BASE_PACKAGES: &[&str] = &[
     "starlette>=0.40",
     "fastapi>=0.115",
     "websockets>=13",
+    // tests/metrics parses the /metrics exposition with its parser.
+    "prometheus_client>=0.20",
     // `--log-config` YAML files.
     "pyyaml>=6",
     // The Autobahn|Testsuite's cases on Python 3 (tests/ws/test_ws_autobahn.py).
@@ -37,7 +39,7 @@ const BASE_PACKAGES: &[&str] = &[
 
 /// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
 const BASE_IMPORTS: &str =
-    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, yaml, kosoku, uvloop";
+    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, prometheus_client, yaml, kosoku, uvloop";
 
 pub struct Venv {
     pub dir: PathBuf,

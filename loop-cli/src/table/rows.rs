@@ -184,6 +184,29 @@ pub static SETTINGS: &[Setting] = &[
     )
     .cli("--backlog")
     .expected("expected an integer of at least 1"),
+    // The metrics listener (server/_metrics.py): its own socket and native
+    // server, so it answers while the app's limit_concurrency is reached.
+    Setting::new(
+        "metrics_port",
+        Kind::Int {
+            min: 0,
+            max: Some(65535),
+        },
+        Lit::None,
+        "Serve Prometheus metrics (/metrics), JSON stats (/stats) and a health check (/healthz) \
+         on this port, on its own listener (with workers: aggregated by the supervisor, one \
+         sample per worker). 0 picks a free port. Off by default.",
+    )
+    .cli("--metrics-port")
+    .null(Null::Word)
+    .expected("expected an integer from 0 to 65535, or none"),
+    Setting::new(
+        "metrics_address",
+        Kind::Text(Text::Host),
+        Lit::Str("127.0.0.1"),
+        "Bind the --metrics-port listener to this address.",
+    )
+    .cli("--metrics-address"),
     Setting::new(
         "limit_concurrency",
         Kind::Int { min: 1, max: None },

@@ -120,7 +120,7 @@ def _check_kind(row: dict[str, Any], value: Any) -> Any:
 def _check_host(row: dict[str, Any], value: Any) -> str:
     # Non-empty; the text form's other rules (no whitespace) are left to the bind.
     if not isinstance(value, str) or not value:
-        raise ValueError(f"host: expected a non-empty string, got {value!r}")
+        raise ValueError(f"{row['name']}: expected a non-empty string, got {value!r}")
     return value
 
 
@@ -216,6 +216,7 @@ def _check_ssl_sni(row: dict[str, Any], value: Any) -> dict[str, tuple[str, str]
 #: Settings whose Python values are not just their kind's.
 _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "host": _check_host,
+    "metrics_address": _check_host,
     "sock": _check_sock,
     "root_path": _check_root_path,
     "forwarded_allow_ips": _check_forwarded_allow_ips,

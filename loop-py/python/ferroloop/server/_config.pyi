@@ -39,6 +39,8 @@ class Config:
     server_header: bool | str
     date_header: bool
     backlog: int
+    metrics_port: int | None
+    metrics_address: str
     limit_concurrency: int | None
     max_request_line: int
     max_header_size: int
@@ -99,6 +101,8 @@ class Config:
         server_header: bool | str = True,
         date_header: bool = True,
         backlog: int = 2048,
+        metrics_port: int | None = None,
+        metrics_address: str = "127.0.0.1",
         limit_concurrency: int | None = None,
         max_request_line: int = 8192,
         max_header_size: int = 65536,

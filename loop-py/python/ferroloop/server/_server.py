@@ -14,11 +14,14 @@ import signal
 import socket
 import stat
 import threading
-from typing import Any, Callable, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from .. import _native
 from ._config import Config
 from ._lifespan import Lifespan
+
+if TYPE_CHECKING:
+    from ._metrics import MetricsServer
 
 logger = logging.getLogger("ferroloop.error")
 access_logger = logging.getLogger("ferroloop.access")
@@ -61,6 +64,7 @@ class Server:
         self._owned_sockets: list[socket.socket] = []
         self._uds_path: str | None = None
         self._froze_gc = False
+        self.metrics: MetricsServer | None = None  # the metrics listener (metrics_port)
 
     @property
     def should_exit(self) -> bool:
@@ -151,6 +155,10 @@ class Server:
             for sock in self.sockets:
                 self._native.listen(sock.fileno(), sock.family in (socket.AF_INET, socket.AF_INET6))
             self.started = True
+            if config.metrics_port is not None:  # its own listener, on this loop: worker "0"
+                from ._metrics import ServerSource, start_metrics_server
+
+                self.metrics = await start_metrics_server(config, ServerSource(self))
             self._log_ws_alias()
             self._log_started()
             with self._signal_handlers(loop):
@@ -168,6 +176,9 @@ class Server:
             if self._froze_gc:
                 gc.unfreeze()
                 self._froze_gc = False
+            if self.metrics is not None:  # last: /healthz answered (503 draining) during the drain
+                self.metrics.close()
+                self.metrics = None
             await lifespan.shutdown()
 
     def _bind(self) -> None:
@@ -202,15 +213,7 @@ class Server:
                 raise
             self._uds_path = path
         else:
-            family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                sock.bind((config.host, config.port))
-                sock.listen(config.backlog)
-            except OSError as exc:
-                sock.close()
-                raise _bind_error(exc, f"address {(config.host, config.port)!r}") from None
+            sock = bind_tcp(config.host, config.port, config.backlog)
         sock.setblocking(False)
         self._owned_sockets = [sock]
         self.sockets = [sock]
@@ -297,6 +300,22 @@ class Server:
             with contextlib.suppress(OSError):
                 os.unlink(self._uds_path)
             self._uds_path = None
+
+
+def bind_tcp(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening TCP socket on `host`:`port` (the app's listener, the
+    metrics listener); a failure raises uvicorn's bind message."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise _bind_error(exc, f"address {(host, port)!r}") from None
+    sock.setblocking(False)
+    return sock
 
 
 def _bind_error(exc: OSError, where: str) -> OSError:
