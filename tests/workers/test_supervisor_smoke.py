@@ -46,6 +46,7 @@ APP = textwrap.dedent(
         if path == "/block":
             time.sleep(3600)  # blocks the worker's loop
         if path == "/slow":
+            open("slow-started", "w").close()
             await asyncio.sleep(2.0)
         body = f"{os.getpid()} {VERSION}".encode()
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
@@ -330,3 +331,54 @@ def test_a_signal_to_a_worker_stays_in_the_worker(tmp_path, servers):
     assert server.proc.poll() is None
     assert "Stopping parent process" not in server.output()
     assert get(server).status_code == 200
+
+
+def test_sigttin_and_sigttou_add_and_remove_a_worker(tmp_path, servers):
+    write_app(tmp_path)
+    server = start(tmp_path, "--workers", "2")
+    servers.append(server)
+    poll(lambda: len(worker_pids(server)) == 2, "two workers", server)
+    server.send_signal(signal.SIGTTIN)
+    poll(lambda: len(worker_pids(server)) == 3, "three workers", server)
+    server.send_signal(signal.SIGTTOU)
+    poll(lambda: len(worker_pids(server)) == 2, "two workers again", server)
+    assert get(server).status_code == 200
+
+
+def test_sigterm_lets_in_flight_requests_finish(tmp_path, servers):
+    write_app(tmp_path)
+    server = start(tmp_path, "--workers", "2")
+    servers.append(server)
+    poll(lambda: len(worker_pids(server)) == 2, "two workers", server)
+    results: list[int] = []
+    t = threading.Thread(target=lambda: results.append(get(server, "/slow").status_code))
+    t.start()
+    poll(lambda: (tmp_path / "slow-started").exists(), "the request in the app", server)
+    server.send_signal(signal.SIGTERM)
+    t.join(DEADLINE)
+    assert results == [200], server.output()
+    assert server.wait_exit(timeout=DEADLINE) == 0
+
+
+def test_workers_max_rss_recycles(tmp_path, servers):
+    write_app(tmp_path)
+    server = start(tmp_path, "--workers", "2", "--workers-max-rss", "1")  # every worker is above 1 MiB
+    servers.append(server)
+    before = poll(lambda: len(worker_pids(server)) == 2 and worker_pids(server), "two workers", server)
+    poll(lambda: worker_pids(server) - before, "a recycled worker", server)
+    assert "above workers_max_rss=1" in server.output()
+    assert get(server).status_code == 200
+
+
+@pytest.mark.parametrize("preload", [False, True])
+def test_preload_imports_the_app_in_the_parent_only(tmp_path, servers, preload):
+    write_app(tmp_path)
+    marks = tmp_path / "imports"
+    with open(tmp_path / "wapp.py", "a") as f:
+        f.write(f"\nwith open({str(marks)!r}, 'a') as _f:\n    _f.write(f'{{os.getpid()}}\\n')\n")
+    server = start(tmp_path, "--workers", "2", *(["--preload"] if preload else []))
+    servers.append(server)
+    workers = poll(lambda: len(worker_pids(server)) == 2 and worker_pids(server), "two workers", server)
+    poll(lambda: get(server).status_code == 200, "serving", server)
+    importers = {int(p) for p in marks.read_text().split()}
+    assert importers == ({server.pid} if preload else workers)
