@@ -1,7 +1,11 @@
 """Fixtures for the supervised-workers tests: the real `ferroloop` command
 (and gunicorn) in a child process serving `workers_support.APP_SOURCE`
 from the test's directory, stopped and reaped with all its workers at
-teardown."""
+teardown.
+
+With ``FERROLOOP_WORKERS_TEST_PEER=uvicorn`` the command is uvicorn's
+(`python -m uvicorn`), to check a test against the reference; the tests
+of settings uvicorn lacks then fail on its usage error, as expected."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ if str(HERE) not in sys.path:
 
 import pytest  # noqa: E402
 
-from workers_support import FERROLOOP, GUNICORN, Supervised, child_env, free_port, write_app  # noqa: E402
+from workers_support import GUNICORN, Supervised, child_env, free_port, server_command, write_app  # noqa: E402
 
 
 @pytest.fixture
@@ -37,7 +41,7 @@ def spawn(app_dir):
         if port == -1:
             port = free_port()
         if argv is None:
-            argv = [str(FERROLOOP), "wapp:app", *args]
+            argv = [*server_command(), "wapp:app", *args]
             if port is not None and uds is None:
                 argv += ["--host", "127.0.0.1", "--port", str(port)]
         server = Supervised(argv, port=port, uds=uds, cwd=app_dir, env=child_env(env), log_dir=app_dir, pass_fds=pass_fds)

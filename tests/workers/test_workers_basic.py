@@ -14,7 +14,7 @@ import sys
 import httpx
 import pytest
 
-from workers_support import FERROLOOP, listening_socket, wait_for
+from workers_support import alive, listening_socket, server_command, wait_for
 
 
 def test_two_workers_answer_and_sigterm_stops_them_all(spawn):
@@ -22,7 +22,7 @@ def test_two_workers_answer_and_sigterm_stops_them_all(spawn):
     pids = server.wait_workers(2)
     assert server.answering_pids(2) == pids  # each worker serves, none is the parent
     assert server.stop(signal.SIGTERM) == 0
-    assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in pids)
+    assert not any(alive(p) for p in pids)
     out = server.output()
     assert f"Started parent process [{server.pid}]" in out, out
     for pid in pids:
@@ -110,7 +110,7 @@ def test_systemd_socket_activation(spawn):
     sock = listening_socket()
     port = sock.getsockname()[1]
     try:
-        argv = [sys.executable, "-c", ACTIVATE, str(sock.fileno()), str(FERROLOOP), "wapp:app", "--workers", "2"]
+        argv = [sys.executable, "-c", ACTIVATE, str(sock.fileno()), *server_command(), "wapp:app", "--workers", "2"]
         server = spawn(argv=argv, port=port, pass_fds=(sock.fileno(),), ready=False)
     finally:
         sock.close()  # only the server holds it now
@@ -131,7 +131,7 @@ def test_fd_with_workers(spawn):
     port = sock.getsockname()[1]
     fd = sock.fileno()
     try:
-        argv = [str(FERROLOOP), "wapp:app", "--workers", "2", "--fd", str(fd)]
+        argv = [*server_command(), "wapp:app", "--workers", "2", "--fd", str(fd)]
         server = spawn(argv=argv, port=port, pass_fds=(fd,), ready=False)
     finally:
         sock.close()

@@ -26,6 +26,20 @@ from _helpers import ServerProcess, child_env, free_port  # noqa: F401 - re-expo
 FERROLOOP = Path(sys.executable).parent / "ferroloop"
 GUNICORN = Path(sys.executable).parent / "gunicorn"
 
+PEER_ENV = "FERROLOOP_WORKERS_TEST_PEER"
+
+
+def server_command() -> list[str]:
+    """The server under test: the `ferroloop` command, or uvicorn with
+    FERROLOOP_WORKERS_TEST_PEER=uvicorn (see conftest.py)."""
+    peer = os.environ.get(PEER_ENV, "ferroloop")
+    if peer == "uvicorn":
+        return [sys.executable, "-m", "uvicorn"]
+    if peer != "ferroloop":
+        raise ValueError(f"{PEER_ENV}={peer!r}: expected ferroloop or uvicorn")
+    return [str(FERROLOOP)]
+
+
 #: Deadline for anything the supervisor does (start, respawn, restart).
 EVENT_TIMEOUT = 40.0
 
@@ -131,14 +145,24 @@ def wait_for(predicate: Callable[[], object], message: Callable[[], str], timeou
 
 
 def children(pid: int) -> set[int]:
-    """The live child processes of `pid` (every thread's children)."""
+    """The live worker processes of `pid`: its children (every thread's),
+    without helpers that serve no requests."""
     found: set[int] = set()
     with contextlib.suppress(FileNotFoundError, ProcessLookupError):
         for task in os.listdir(f"/proc/{pid}/task"):
             with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                 text = Path(f"/proc/{pid}/task/{task}/children").read_text()
                 found.update(int(p) for p in text.split())
-    return {p for p in found if alive(p)}
+    return {p for p in found if alive(p) and not _helper(p)}
+
+
+def _helper(pid: int) -> bool:
+    """multiprocessing's resource tracker (uvicorn's spawned workers start
+    one): a child that is no worker."""
+    try:
+        return b"resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def alive(pid: int) -> bool:
