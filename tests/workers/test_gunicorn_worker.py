@@ -73,3 +73,16 @@ def test_gunicorn_lifespan_failure_is_a_boot_error(app_dir):
     finally:
         server.kill()
         server.close_files()
+
+
+def test_gunicorn_sighup_under_load_drops_nothing(gunicorn):
+    # gunicorn's reload: new workers first, then SIGTERM to the old ones,
+    # which hand over (idle keep-alive connections answer once more, closing).
+    server = gunicorn("-w", "2", "--graceful-timeout", "30")
+    old = server.wait_workers(2)
+    with Load(server.base_url(), keepalive=4, fresh=2) as load:
+        load.wait_more(100)
+        server.send_signal(signal.SIGHUP)
+        server.wait_workers(2, not_in=old, timeout=60.0)
+        load.wait_more(100)
+    assert load.failures == [] and load.wrong == [], (len(load.failures), load.failures[:5], load.wrong[:5])
