@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import sys
@@ -184,9 +185,15 @@ class Supervised(ServerProcess):
         self.seen: set[int] = set()
 
     def workers(self) -> set[int]:
+        """The worker processes now: the children, without a file-watching
+        reloader process (uvicorn's log line names it: "Started reloader
+        process [PID]")."""
         pids = children(self.pid)
         self.seen |= pids
-        return pids
+        return pids - self.reloaders()
+
+    def reloaders(self) -> set[int]:
+        return {int(m) for m in re.findall(r"Started reloader process \[(\d+)\]", self.output())}
 
     def wait_workers(self, n: int, *, not_in: set[int] = frozenset(), timeout: float = EVENT_TIMEOUT) -> set[int]:
         """Wait until exactly `n` workers run, none of them in `not_in`;
