@@ -4,6 +4,7 @@ worker, echoing)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -64,10 +65,10 @@ def test_websocket_sessions_on_every_worker(spawn):
     server = spawn("--workers", "2")
     pids = server.wait_workers(2)
     seen: set[int] = set()
-    sessions = []
-    try:
+    sessions: list = []
+    with contextlib.ExitStack() as stack:
         def one_more() -> bool:
-            ws = ws_connect(f"ws://127.0.0.1:{server.port}/ws", open_timeout=EVENT_TIMEOUT)
+            ws = stack.enter_context(ws_connect(f"ws://127.0.0.1:{server.port}/ws", open_timeout=EVENT_TIMEOUT))
             sessions.append(ws)
             ws.send(f"hi {len(sessions)}")
             text, pid = ws.recv(timeout=EVENT_TIMEOUT).rsplit(" ", 1)
@@ -80,6 +81,3 @@ def test_websocket_sessions_on_every_worker(spawn):
         for i, ws in enumerate(sessions):
             ws.send(f"again {i}")
             assert ws.recv(timeout=EVENT_TIMEOUT).startswith(f"again {i} ")
-    finally:
-        for ws in sessions:
-            ws.close()
