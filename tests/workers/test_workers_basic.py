@@ -65,7 +65,7 @@ def test_pid_file_holds_the_parent_and_is_removed_at_exit(spawn, tmp_path):
     pid_file.parent.mkdir()
     server = spawn("--workers", "2", "--pid-file", str(pid_file))
     # Written after binding: the port may accept a moment before.
-    text = wait_for(lambda: pid_file.exists() and pid_file.read_text().endswith("\n") and pid_file.read_text(),
+    text = wait_for(lambda: pid_file.exists() and pid_file.read_text().strip().isdigit() and pid_file.read_text(),
                     lambda: f"no pid file:\n{server.output()}")
     assert int(text) == server.pid
     assert server.stop() == 0
