@@ -160,3 +160,23 @@ def test_second_bind_fails_with_exit_1(spawn):
         assert "error while attempting to bind" in server.output()
     finally:
         sock.close()
+
+
+def imported_in(directory) -> set[int]:
+    return {int(p.name.split("-")[1]) for p in directory.iterdir()}
+
+
+@pytest.mark.parametrize("preload", [False, True])
+def test_each_worker_imports_the_app_unless_preload(spawn, tmp_path, preload):
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    args = ["--workers", "2"] + (["--preload"] if preload else [])
+    server = spawn(*args, env={"WAPP_IMPORTS": str(imports)})
+    pids = server.wait_workers(2)
+    server.answering_pids(2)
+    if preload:
+        # Once, in the parent, before forking: the workers share it.
+        assert imported_in(imports) == {server.pid}
+    else:
+        # After the fork, in each worker (the parent never imports it).
+        assert imported_in(imports) == pids

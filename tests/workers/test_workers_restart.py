@@ -51,6 +51,16 @@ def test_limit_max_requests_recycles_workers_without_failures(spawn):
     assert "Maximum request limit" in server.output()
 
 
+def test_workers_lifetime_recycles_workers_without_failures(spawn):
+    server = spawn("--workers", "2", "--workers-lifetime", "3")
+    first = server.wait_workers(2)
+    with Load(server.base_url(), keepalive=3, fresh=1) as load:
+        server.wait_workers(2, not_in=first, timeout=60.0)
+        load.wait_more(50)
+    assert_clean(load)
+    assert server.proc.poll() is None
+
+
 def test_workers_max_rss_recycles_a_worker(spawn):
     server = spawn("--workers", "2", "--workers-max-rss", "150")
     pids = server.wait_workers(2)

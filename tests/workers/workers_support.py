@@ -50,10 +50,14 @@ EVENT_TIMEOUT = 40.0
 #:   WAPP_STARTUP_FAIL  lifespan.startup.failed with this message
 #:   WAPP_EXIT_AFTER    os._exit(1) this many seconds after startup
 #:   WAPP_MARKS         a directory where /slow writes a file when it starts
+#:   WAPP_IMPORTS       a directory where each import writes import-<pid>
 APP_SOURCE = '''
 import asyncio, os
 
 VERSION = "v1"
+
+if os.environ.get("WAPP_IMPORTS"):
+    open(os.path.join(os.environ["WAPP_IMPORTS"], f"import-{os.getpid()}"), "w").close()
 
 if os.environ.get("WAPP_IMPORT_FAIL"):
     raise RuntimeError("wapp refuses to import")
