@@ -31,9 +31,9 @@ const BASE_PACKAGES: &[&str] = &[
     "pyyaml>=6",
     // The Autobahn|Testsuite's cases on Python 3 (tests/ws/test_ws_autobahn.py).
     "kosoku>=0.1",
-    // tests/workers: ferroloop.gunicorn.Worker under real gunicorn, and
-    // `--reload` (ferroloop[reload]'s file watcher).
+    // tests/workers: ferroloop.gunicorn.Worker under real gunicorn.
     "gunicorn>=23",
+    // --reload's file watcher (ferroloop[reload]); the reload tests use it.
     "watchfiles>=0.21",
 ];
 
