@@ -12,13 +12,16 @@ import threading
 
 import httpx
 
-from workers_support import EVENT_TIMEOUT, Load, wait_for
+from workers_support import EVENT_TIMEOUT, Load, free_port, wait_for
 
 
 def test_gunicorn_serves_respawns_and_restarts(gunicorn):
-    server = gunicorn("-w", "2", "--graceful-timeout", "30")
+    second_port = free_port()
+    server = gunicorn("-w", "2", "--graceful-timeout", "30", "-b", f"127.0.0.1:{second_port}")
     pids = server.wait_workers(2)
     assert server.answering_pids(2) == pids
+    # Every --bind is served.
+    assert httpx.get(f"http://127.0.0.1:{second_port}/", timeout=10.0).text == "hello"
     response = httpx.get(server.base_url() + "/", timeout=10.0)
     assert response.text == "hello" and response.headers["server"] == "ferroloop"
 

@@ -2,13 +2,20 @@
 supervisor: ``gunicorn -k ferroloop.gunicorn.Worker -w 4 app:app``.
 
 Each gunicorn worker runs one ferroloop `Server` on a ferroloop loop, on
-the listening socket gunicorn bound and handed over. gunicorn's settings
+the listening sockets gunicorn bound and handed over (`Server.serve(
+sockets=...)`, every `--bind`). gunicorn's settings
 that have a ferroloop equivalent are mapped (`Worker.config_kwargs`);
 the heartbeat gunicorn's arbiter watches is touched from the loop, so a
 blocked loop is killed by the arbiter's `--timeout` as with any gunicorn
 worker. Signals follow gunicorn's worker contract: SIGTERM drains
 (within `--graceful-timeout`), SIGQUIT and SIGINT stop at once, SIGUSR1
 reopens the log files, SIGABRT (the arbiter's timeout) exits.
+
+SIGTERM and `--max-requests` hand over (`Server.retire()`): the arbiter's
+other workers accept on the same listeners, so idle keep-alive
+connections answer one more request with `connection: close` instead of
+being closed under a client that may be sending (gunicorn's SIGHUP
+reload and recycling then fail no request).
 """
 
 from __future__ import annotations
@@ -30,13 +37,16 @@ from .server._server import Server
 
 __all__ = ["Worker"]
 
+logger = logging.getLogger("ferroloop.error")
+
 # gunicorn's request-line limit ranges over 0 (unlimited)..8190; ferroloop's
 # smallest allowed value is 64.
 _MIN_REQUEST_LINE = 64
 
 
 class _WorkerServer(Server):
-    """`Server` with gunicorn's worker signals instead of uvicorn's."""
+    """`Server` with gunicorn's worker signals instead of uvicorn's, and
+    a hand-over at the request limit."""
 
     @contextlib.contextmanager
     def _signal_handlers(self, loop: asyncio.AbstractEventLoop) -> Iterator[None]:
@@ -50,7 +60,11 @@ class _WorkerServer(Server):
                 loop.remove_signal_handler(sig)
 
     def _graceful(self) -> None:
-        self.should_exit = True
+        self.retire()
+
+    def _request_limit_reached(self, limit: int) -> None:
+        logger.info("Maximum request limit of %d reached: the worker hands over and exits", limit)
+        self.retire()
 
     def _fast(self) -> None:
         self.force_exit = True
@@ -64,10 +78,10 @@ class Worker(_GunicornWorker):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         # ferroloop's loggers write through gunicorn's handlers and levels.
         for name, source in (("ferroloop.error", self.log.error_log), ("ferroloop.access", self.log.access_log)):
-            logger = logging.getLogger(name)
-            logger.handlers = source.handlers
-            logger.setLevel(source.level)
-            logger.propagate = False
+            target = logging.getLogger(name)
+            target.handlers = source.handlers
+            target.setLevel(source.level)
+            target.propagate = False
 
     def config_kwargs(self) -> dict[str, Any]:
         """`ferroloop.Config` keywords from gunicorn's settings."""
@@ -121,15 +135,12 @@ class Worker(_GunicornWorker):  # type: ignore[misc]
         run(self._serve())
 
     async def _serve(self) -> None:
-        if len(self.sockets) != 1:
-            # Server serves one listener; gunicorn binds one per --bind.
-            self.log.error("ferroloop.gunicorn.Worker serves one --bind address, got %d", len(self.sockets))
-            sys.exit(Arbiter.WORKER_BOOT_ERROR)
-        config = Config(self.wsgi, sock=self.sockets[0].sock, **self.config_kwargs())
+        config = Config(self.wsgi, **self.config_kwargs())
         server = _WorkerServer(config)
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(server))
         try:
-            await server.serve()
+            # gunicorn keeps (and closes) its listeners.
+            await server.serve(sockets=[listener.sock for listener in self.sockets])
         except LifespanFailed:
             # The arbiter stops on a worker that cannot boot (as uvicorn's worker).
             sys.exit(Arbiter.WORKER_BOOT_ERROR)
