@@ -31,13 +31,15 @@ const BASE_PACKAGES: &[&str] = &[
     "pyyaml>=6",
     // The Autobahn|Testsuite's cases on Python 3 (tests/ws/test_ws_autobahn.py).
     "kosoku>=0.1",
+    // tests/workers: ferroloop.gunicorn.Worker under real gunicorn.
+    "gunicorn>=23",
     // --reload's file watcher (ferroloop[reload]); the reload tests use it.
     "watchfiles>=0.21",
 ];
 
 /// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
 const BASE_IMPORTS: &str =
-    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, yaml, kosoku, watchfiles";
+    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, yaml, kosoku, gunicorn, watchfiles";
 
 pub struct Venv {
     pub dir: PathBuf,
