@@ -133,9 +133,6 @@ class Server:
         try:
             if sockets is None:
                 self._bind()
-                if config.pid_file is not None:
-                    write_pid_file(config.pid_file)
-                    self._pid_file = config.pid_file
             else:
                 self.sockets = list(sockets)
             self._native = _native.HttpServer(loop, app, config, error_log=logger, access_log=access_logger)
@@ -161,6 +158,10 @@ class Server:
             if self._on_started is not None:
                 self._on_started()
             with self._signal_handlers(loop):
+                # Once SIGTERM is handled: whoever reads the file may signal at once.
+                if config.pid_file is not None and not self._is_worker:
+                    write_pid_file(config.pid_file)
+                    self._pid_file = config.pid_file
                 await self._exit_event.wait()
                 await self._shutdown()
                 self.started = False

@@ -32,6 +32,7 @@ from typing import Any
 
 from ._config import Config
 from ._control import Channel
+from ._server import write_pid_file
 from ._worker import CHILD_SIGNALS, reset_signals_in_child, run_worker
 
 logger = logging.getLogger("ferroloop.error")
@@ -152,6 +153,9 @@ class Supervisor:
         loop.add_signal_handler(signal.SIGHUP, self._on_sighup)
         loop.add_signal_handler(signal.SIGTTIN, self._on_ttin)
         loop.add_signal_handler(signal.SIGTTOU, self._on_ttou)
+        if self.config.pid_file is not None:
+            # After binding, and once SIGTERM is handled: a reader may signal at once.
+            write_pid_file(self.config.pid_file)
         try:
             from ._server import log_running
 
@@ -576,7 +580,7 @@ def supervise(config: Config) -> int:
     """Bind, write the pid file, run the supervisor; the exit status.
     Raises OSError when the bind fails."""
     from .._policy import run
-    from ._server import bind_sockets, remove_pid_file, write_pid_file
+    from ._server import bind_sockets, remove_pid_file
 
     if config.reload:
         from ._reload import check_available
@@ -586,8 +590,6 @@ def supervise(config: Config) -> int:
             logger.warning('"workers" is ignored when reloading is enabled: one worker is reloaded.')
     sockets, owned, uds_path = bind_sockets(config)
     try:
-        if config.pid_file is not None:
-            write_pid_file(config.pid_file)
         if config.preload:
             config.load_app()  # once, here: the workers inherit it (copy-on-write)
         return run(_main(config, sockets))
