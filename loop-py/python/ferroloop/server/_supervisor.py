@@ -299,9 +299,11 @@ class Supervisor:
         self.slots.clear()
         if self._watcher is not None:
             self._watcher.forget()
-        forget = getattr(self._metrics, "forget_in_child", None)
-        if callable(forget):
-            forget()
+        # The metrics listener (S4's MetricsServer): its socket objects only,
+        # never its native server, which lives on the parent's loop.
+        for sock in getattr(self._metrics, "sockets", ()):
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def _on_message(self, w: Worker, message: dict[str, Any]) -> None:
         op = message.get("op")
