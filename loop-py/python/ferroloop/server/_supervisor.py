@@ -590,6 +590,8 @@ def supervise(config: Config) -> int:
         check_available()
         if config.workers > 1:
             logger.warning('"workers" is ignored when reloading is enabled: one worker is reloaded.')
+        if not isinstance(config.app, str):
+            logger.warning("reload restarts the worker but keeps the code: pass the app as an import string")
     sockets, owned, uds_path = bind_sockets(config)
     try:
         if config.preload:
