@@ -8,6 +8,7 @@
     python bench/bench.py ws    [COMMON] [--contenders a,b,...] [--workloads a,b,...]
     python bench/bench.py tls   [COMMON] [--client XTASK] [--contenders a,b,...] [--workloads a,b,...]
                                 [--client XTASK]
+    python bench/bench.py workers [COMMON] [--contenders a,b,...]
     python bench/bench.py all   [COMMON] [--client XTASK] [--plaintext BIN]
     python bench/bench.py compare OLD.json NEW.json [--threshold 0.10]
 
@@ -19,9 +20,9 @@ built it (the code before a change), interleaved with the others, and the
 report's paired ratios ferroloop/ferroloop-base.
 
 A suite writes SUITE-<timestamp>.json/.md and SUITE-latest.json/.md to --out
-and prints the markdown; `all` runs sched, echo, http, ws and tls in turn.  Exit
+and prints the markdown; `all` runs sched, echo, http, ws, tls and workers in turn.  Exit
 status: 0 when our contenders (asyncio and ferroloop; for http ferroloop and
-rust-plaintext; for ws ferroloop) measured and verified everything; 1 when one failed or could
+rust-plaintext; for ws and workers ferroloop) measured and verified everything; 1 when one failed or could
 not be loaded (a peer's failure is only reported); 2 for bad usage.  Timings
 never affect it; --compare only prints.
 """
@@ -55,6 +56,7 @@ import tls_servers
 import tls_suite
 import ws_report
 import ws_servers
+import workers_suite
 import ws_suite
 from contenders import BASE, CONTENDERS, CORE
 from echo_workloads import WORKLOADS as ECHO_WORKLOADS
@@ -65,11 +67,11 @@ from tls_workloads import WORKLOADS as TLS_WORKLOADS
 from ws_workloads import WORKLOADS as WS_WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
-SUITES = ("sched", "echo", "http", "ws", "tls")
-DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3, "ws": 3, "tls": 3}
-QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1, "ws": 1, "tls": 1}
+SUITES = ("sched", "echo", "http", "ws", "tls", "workers")
+DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3, "ws": 3, "tls": 3, "workers": 3}
+QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1, "ws": 1, "tls": 1, "workers": 1}
 # `all --quick`: fewer rounds still, so the four suites take about 3 minutes.
-ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1, "ws": 1, "tls": 1}
+ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1, "ws": 1, "tls": 1, "workers": 1}
 QUICK_DIVISOR = 4
 
 
@@ -499,12 +501,68 @@ def run_tls(args: argparse.Namespace) -> int:
     return _finish("tls", started, args, result, tls_report.markdown(result), core=tls_servers.CORE)
 
 
+def _workers_progress(record: dict) -> None:
+    figures = (
+        f"{record.get('req_per_s', 0):>9,.0f} req/s "
+        f"{record.get('req_per_cpu_s', 0):>9,.0f} req/CPU-s "
+        f"evenness {record.get('evenness', 0):.2f} "
+        f"shares {'/'.join(f'{x:.2f}' for x in record.get('worker_shares', []))}"
+    )
+    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
+
+
+def run_workers(args: argparse.Namespace) -> int:
+    """Two-worker servers on plaintext (workers_suite.py); reports, never gates on a timing."""
+    try:
+        wrk = http_suite.ensure_wrk()
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.baseline_wheel is not None:
+        print("error: the workers suite takes no --baseline-wheel", file=sys.stderr)
+        return 2
+    known = {n: http_servers.SERVERS[n] for n in workers_suite.NAMES}
+    contenders = _prepare(
+        args,
+        known=known,
+        dists=lambda names: {n: known[n].dists for n in names},
+        probe=lambda env, names: http_servers.probe(env, names, None),
+        core=workers_suite.CORE,
+    )
+    if contenders is None:
+        return 1
+    rounds = _rounds(args, "workers")
+    timing = http_suite.Timing(
+        warmup_s=http_suite.QUICK_WARMUP_S if args.quick else http_suite.WARMUP_S,
+        duration_s=http_suite.QUICK_DURATION_S if args.quick else http_suite.DURATION_S,
+        threads=workers_suite.THREADS,
+    )
+    started = time.time()
+    method = {
+        "rounds": rounds,
+        "quick": args.quick,
+        "warmup_s": timing.warmup_s,
+        "duration_s": timing.duration_s,
+        "conns": timing.conns,
+        "threads": timing.threads,
+        "workers": workers_suite.WORKERS,
+        "wrk": http_suite.wrk_version(wrk),
+        "settings": {s: workers_suite.settings(s) for s in contenders.runnable},
+    }
+    result = _result("workers", started, args, contenders, method)
+    records = workers_suite.run(contenders.env, wrk, contenders.runnable, rounds, timing, _workers_progress)
+    _complete(result, started, records, workers_suite.summarize(records, contenders.runnable))
+    return _finish(
+        "workers", started, args, result, workers_suite.markdown(result), core=workers_suite.CORE
+    )
+
+
 def run_all(args: argparse.Namespace) -> int:
     """sched, echo, http and ws in turn, each as its own command would run
     it (all contenders and workloads); 1 when any of them returned 1."""
     status = 0
     suites = (("sched", run_sched), ("echo", run_echo), ("http", run_http), ("ws", run_ws),
-              ("tls", run_tls))
+              ("tls", run_tls), ("workers", run_workers))
     for suite, run in suites:
         print(f"== {suite}", file=sys.stderr, flush=True)
         suite_args = argparse.Namespace(**vars(args))
@@ -694,8 +752,20 @@ def main() -> int:
     )
     tls.set_defaults(func=run_tls)
 
+    workers = sub.add_parser(
+        "workers", parents=[common], help="two-worker servers on plaintext (wrk -t2, not pinned)"
+    )
+    workers.add_argument(
+        "--contenders",
+        type=lambda s: _names(s, {n: None for n in workers_suite.NAMES}, "server"),
+        help=f"comma-separated, default all: {','.join(workers_suite.NAMES)}",
+    )
+    workers.set_defaults(func=run_workers)
+
     every = sub.add_parser(
-        "all", parents=[common, client, plaintext], help="sched, echo, http, ws and tls in turn"
+        "all",
+        parents=[common, client, plaintext],
+        help="sched, echo, http, ws, tls and workers in turn",
     )
     every.set_defaults(func=run_all)
 

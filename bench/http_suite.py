@@ -220,9 +220,10 @@ def wrk_command(
 
 
 def run_wrk(
-    wrk: str, port: int, workload: HttpWorkload, seconds: int, timing: Timing, cpu: int
+    wrk: str, port: int, workload: HttpWorkload, seconds: int, timing: Timing, cpu: int | None
 ) -> tuple[dict, str]:
-    """One wrk run: its WRK_RESULT figures and its whole stdout."""
+    """One wrk run: its WRK_RESULT figures and its whole stdout (`cpu`
+    None: not pinned, as in the workers suite)."""
     env = dict(os.environ)
     env.pop("WRK_POST_BYTES", None)
     if workload.body_size:
@@ -234,7 +235,7 @@ def run_wrk(
             text=True,
             env=env,
             timeout=seconds + WRK_SLACK_S,
-            preexec_fn=cpus.pin_to(cpu),
+            preexec_fn=None if cpu is None else cpus.pin_to(cpu),
         )
     except subprocess.TimeoutExpired:
         raise Failed("error", f"wrk did not finish within {seconds + WRK_SLACK_S:.0f} s") from None
@@ -263,9 +264,10 @@ def stop(proc: subprocess.Popen) -> int | None:
 
 
 def start_server(
-    env: BenchEnv, server: str, argv: list[str], port: int, cpu: int, err
+    env: BenchEnv, server: str, argv: list[str], port: int, cpu: int | None, err
 ) -> subprocess.Popen:
-    """Start `server` (`argv`, cwd bench/) pinned to `cpu`, in its own
+    """Start `server` (`argv`, cwd bench/) pinned to `cpu` (None: not
+    pinned, for servers with several workers), in its own
     process group (stopped as one by `stop`), its output to `err`; return
     once it listens on `port`, having checked that a server started by
     `http_serve.py` imported the intended build.  Shared with the
@@ -278,7 +280,7 @@ def start_server(
         stdout=err,
         stderr=err,
         start_new_session=True,
-        preexec_fn=cpus.pin_to(cpu),
+        preexec_fn=None if cpu is None else cpus.pin_to(cpu),
     )
     try:
         wait_ready(proc, port, err)

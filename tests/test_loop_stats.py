@@ -1,4 +1,4 @@
-"""``Loop.stats()``: the loop's always-on counters and gauges (contract C1).
+"""``Loop.stats()``: the loop's always-on counters and gauges.
 
 ferroloop only (asyncio's loop has no such method). Counts are checked
 exactly where the test controls every callback; times only as fractions of

@@ -184,17 +184,11 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(v.get("forwarded_allow_ips"), Value::Str("*".into()));
-        assert!(read(&[("WEB_CONCURRENCY", "1")]).is_ok());
         assert_eq!(
-            read(&[("WEB_CONCURRENCY", "4")]).unwrap_err().to_string(),
-            format!(
-                "WEB_CONCURRENCY (--workers) is not supported yet: {}",
-                match crate::table::find("workers").map(|s| s.status) {
-                    Some(crate::table::Status::Unsupported(r)) => r,
-                    _ => "?",
-                }
-            )
+            read(&[("WEB_CONCURRENCY", "4")]).map(|v| v.get("workers")),
+            Ok(Value::Str("4".into()))
         );
+        assert!(read(&[("WEB_CONCURRENCY", "four")]).is_err());
     }
 
     #[test]

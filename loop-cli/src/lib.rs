@@ -50,21 +50,19 @@
 //!
 //! Every option of `uvicorn --help` (0.54) is a row: implemented with
 //! uvicorn's meaning, accepted as a no-op with a one-line warning
-//! ([`table::Status::Ignored`]: `--loop`, `--http`,
-//! `--timeout-worker-healthcheck`), or refused as a usage error "not
-//! supported yet: …" naming what to do instead
-//! ([`table::Status::Unsupported`]: `--workers`, `--reload*`, `--ssl-*`,
-//! `--http2`; and single values: `--interface wsgi`). An unsupported
-//! option given its default value (`--workers 1`, `--ssl-version 17`) asks
+//! ([`table::Status::Ignored`]: `--loop`, `--http`), or refused as a usage
+//! error "not supported yet: …" naming what to do instead
+//! ([`table::Status::Unsupported`]: `--http2`; and single values:
+//! `--interface wsgi`). An unsupported
+//! option given its default value (`--http2` off) asks
 //! for nothing ferroloop does not do and passes. `--help` marks each with
 //! `[ignored]` or `[not supported yet]`.
 //!
 //! Decisions, per option:
 //!
-//! * `--workers 1` passes (it is what ferroloop does); `WEB_CONCURRENCY`,
-//!   uvicorn's default for `--workers`, is read the same way, so a platform
-//!   that sets it above 1 gets the "not supported yet" error naming it
-//!   (unless a `--workers` flag is given: the flag wins).
+//! * `--workers N` (or `WEB_CONCURRENCY`, uvicorn's default for it; the
+//!   flag wins): `auto` and `0` both mean one worker per CPU the process
+//!   may run on (cadeloop's `0`); above 1 a supervisor forks the workers.
 //! * `--ws` takes uvicorn's values: `auto`, and `websockets`,
 //!   `websockets-sansio` and `wsproto` as names for ferroloop's native
 //!   WebSocket (the server notes the alias once at startup); `none` serves
@@ -76,8 +74,8 @@
 //! * `--h11-max-incomplete-event-size` sets `--max-header-size` (h11 bounds
 //!   the request head with it); `--max-header-size` wins when both are
 //!   given.
-//! * `--timeout-worker-healthcheck` is ignored with a warning: one process
-//!   has no workers to check. `--limit-max-requests-jitter` is implemented
+//! * `--timeout-worker-healthcheck` bounds the supervisor's ping of each
+//!   worker's loop. `--limit-max-requests-jitter` is implemented
 //!   (a random 0..=N more requests).
 //! * `--server-header/--no-server-header` are uvicorn's pair; another
 //!   `Server` value is `--header server:VALUE` (which replaces the default,
@@ -93,10 +91,9 @@
 //! (see [`mod@env`]), or the row's uvicorn alias (`WEB_CONCURRENCY`,
 //! `FORWARDED_ALLOW_IPS`): a flag wins over the environment, the
 //! environment over the default. A flag wins even when it stores nothing
-//! (an ignored option, an unsupported one at its default: `--workers 1`
-//! with `WEB_CONCURRENCY=4` runs). A variable follows its row's status as
+//! (an ignored option: `--loop x` with `FERROLOOP_LOOP=y` warns once). A variable follows its row's status as
 //! its flag does, its messages naming the variable and the flag
-//! (`WEB_CONCURRENCY (--workers) is not supported yet: …`,
+//! (`FERROLOOP_HTTP2 (--http2) is not supported yet: …`,
 //! `FERROLOOP_LOOP is ignored: …`). Each value keeps its [`Source`].
 //! [`dotenv`] parses an `--env-file` with python-dotenv's `${VAR}`
 //! expansion; the caller reads it and parses again with its variables

@@ -357,7 +357,7 @@ mod tests {
                 .find(|s| s.long == long)
                 .map(|s| format!("{} {}", s.help, s.note.clone().unwrap_or_default()))
         };
-        assert!(help("--workers").is_some_and(|h| h.ends_with("[not supported yet]")));
+        assert!(help("--http2").is_some_and(|h| h.ends_with("[not supported yet]")));
         assert!(help("--loop").is_some_and(|h| h.ends_with("[ignored]")));
         assert!(help("--interface").is_some_and(|h| h.ends_with("[not supported yet: wsgi]")));
         assert!(help("--port").is_some_and(|h| !h.contains("[not") && !h.contains("[ignored")));

@@ -89,8 +89,8 @@ mod tests {
 
     #[test]
     fn no_suggestion_when_far() {
-        assert_eq!(suggest("--workers"), None);
-        assert_eq!(suggest("--reload"), None);
+        assert_eq!(suggest("--daemonize"), None);
+        assert_eq!(suggest("--statsd-host-and-prefix"), None);
         assert_eq!(suggest("-x"), None);
         assert_eq!(suggest("--df"), None);
         assert_eq!(suggest("--"), None);

@@ -188,7 +188,19 @@ fn check_text(rule: Text, v: &str) -> bool {
         Text::Host => !v.is_empty() && !v.chars().any(|c| c.is_whitespace() || c.is_control()),
         Text::RootPath => v.is_empty() || (v.starts_with('/') && !v.ends_with('/')),
         Text::AccessLogFormat => crate::access_format::AccessFormat::parse(v).is_ok(),
+        Text::Workers => v == "auto" || parse_int(v, 0, None).is_some(),
+        Text::FileMode => parse_file_mode(v).is_some(),
     }
+}
+
+/// An octal file mode: `660`, `0660` or `0o660`, at most `0o7777`.
+fn parse_file_mode(text: &str) -> Option<u32> {
+    let digits = text.strip_prefix("0o").unwrap_or(text);
+    if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b))
+    {
+        return None;
+    }
+    u32::from_str_radix(digits, 8).ok().filter(|&m| m <= 0o7777)
 }
 
 /// Where a value came from: flags win over the environment.

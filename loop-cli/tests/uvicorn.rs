@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 
 use loop_cli::env::Env;
-use loop_cli::table::{Item, Kind, Status, SETTINGS};
+use loop_cli::table::{Item, Kind, Status, Text, SETTINGS};
 use loop_cli::{parse_values_env, CliError, Command, Parsed, Value};
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -42,6 +42,8 @@ fn sample(kind: Kind) -> Option<&'static str> {
         Kind::Int { .. } => "300",
         Kind::Seconds { .. } | Kind::Rate => "3",
         Kind::Bool | Kind::BoolOrText => "false",
+        Kind::Text(Text::Workers) => "2",
+        Kind::Text(Text::FileMode) => "660",
         Kind::Text(_) => "/x",
         Kind::Path => "/tmp/x",
         Kind::Choice { values, .. } => values[0],
@@ -269,7 +271,10 @@ fn ignored_options_warn_once_each() {
 #[test]
 fn unsupported_options_are_refused_unless_given_their_default() {
     for args in [
-        &["--workers", "1"][..],
+        &["--workers", "4"][..],
+        &["--workers", "auto"],
+        &["--reload"],
+        &["--reload-dir", "src"],
         &["--ssl-version", "17"],
         &["--reload-delay", "0.25"],
         &["--interface", "asgi2"],
@@ -277,10 +282,7 @@ fn unsupported_options_are_refused_unless_given_their_default() {
         run(args);
     }
     for (args, what) in [
-        (&["--workers", "4"][..], "option '--workers'"),
-        (&["--reload"], "option '--reload'"),
-        (&["--reload-dir", "src"], "option '--reload-dir'"),
-        (&["--http2"], "option '--http2'"),
+        (&["--http2"][..], "option '--http2'"),
         (&["--interface", "wsgi"], "option '--interface' with 'wsgi'"),
     ] {
         let m = msg(args, &[]);
@@ -289,12 +291,7 @@ fn unsupported_options_are_refused_unless_given_their_default() {
             "{m}"
         );
     }
-    let m = msg(&[], &[("WEB_CONCURRENCY", "4")]);
-    assert!(
-        m.starts_with("WEB_CONCURRENCY (--workers) is not supported yet: "),
-        "{m}"
-    );
-    assert!(parse_env(&[], &[("WEB_CONCURRENCY", "1")]).is_ok());
+    assert!(parse_env(&[], &[("WEB_CONCURRENCY", "4")]).is_ok());
 }
 
 #[test]

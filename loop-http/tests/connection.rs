@@ -522,20 +522,53 @@ fn closing_drains_then_lingers_then_ends() {
 #[test]
 fn drain_closes_idle_connections_and_busy_ones_after_their_response() {
     let mut c = conn();
-    assert_eq!(c.drain(false, 0.0), DrainAction::Lose);
+    assert_eq!(c.drain(false, 0.0, false), DrainAction::Lose);
     let mut c = conn();
-    assert_eq!(c.drain(true, 0.0), DrainAction::Flush);
+    assert_eq!(c.drain(true, 0.0, false), DrainAction::Flush);
     assert_eq!(c.phase(), Phase::Closing);
 
     let mut c = conn();
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    assert_eq!(c.drain(false, 0.0), DrainAction::AfterResponse);
+    assert_eq!(c.drain(false, 0.0, false), DrainAction::AfterResponse);
     assert!(
         !respond(&mut c, id, &mut out, b"", 0.0),
         "the last response"
     );
+}
+
+#[test]
+fn a_response_started_after_drain_says_connection_close() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    assert_eq!(c.drain(false, 0.0, false), DrainAction::AfterResponse);
+    assert!(!respond(&mut c, id, &mut out, b"", 0.0));
+    let text = String::from_utf8_lossy(&out).to_ascii_lowercase();
+    assert!(text.contains("connection: close\r\n"), "{text}");
+}
+
+#[test]
+fn a_handover_drain_keeps_idle_connections_for_one_more_response() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    // Idle between requests: kept, not lost under the client.
+    assert_eq!(c.drain(false, 0.0, true), DrainAction::AfterResponse);
+    assert_eq!(c.phase(), Phase::Idle);
+    c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    let id = next_request(&mut c);
+    assert!(
+        !respond(&mut c, id, &mut out, b"", 0.0),
+        "the next response is the last"
+    );
+    let text = String::from_utf8_lossy(&out).to_ascii_lowercase();
+    assert!(text.contains("connection: close\r\n"), "{text}");
+    // Without a request the keep-alive timeout still ends it.
+    let mut c = conn();
+    assert_eq!(c.drain(false, 0.0, true), DrainAction::AfterResponse);
+    assert_ne!(c.on_timer(1e9), TimerAction::Nothing);
 }
 
 #[test]

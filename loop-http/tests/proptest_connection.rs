@@ -267,7 +267,7 @@ proptest! {
                         3 => { let _ = c.send(id, &mut out, ResponsePart::Body::<[(&[u8], &[u8]); 0]> { data: b"", more: false }, None, None, now); }
                         4 => { c.on_timer(now + 100.0); }
                         5 => { c.output_flushed(now); }
-                        6 => { c.drain(false, now); }
+                        6 => { c.drain(false, now, false); }
                         _ => { c.lose(); }
                     }
                 }

@@ -233,6 +233,8 @@ fn setting_to_py<'py>(py: Python<'py>, s: &Setting) -> PyResult<Bound<'py, PyDic
             Text::Host => "host",
             Text::RootPath => "root_path",
             Text::AccessLogFormat => "access_log_format",
+            Text::Workers => "workers",
+            Text::FileMode => "file_mode",
         }),
     )?;
     d.set_item("choices", choices)?;

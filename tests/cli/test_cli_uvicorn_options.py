@@ -105,7 +105,7 @@ def test_every_uvicorn_option_is_known_and_behaves_as_its_status_says(option, tm
 
 
 def test_unsupported_options_given_their_default_pass():
-    for args in (["--workers", "1"], ["--reload-delay", "0.25"], ["--ssl-version", "17"]):
+    for args in (["--reload-delay", "0.25"], ["--ssl-version", "17"]):
         kind, value = parse(*args)
         assert kind == "run" and value["warnings"] == [], args
 
@@ -122,8 +122,10 @@ def test_every_setting_has_a_variable(tmp_path):
         if row["name"] == "env_file":
             (tmp_path / ".env").write_text("X=1\n")
             text = str(tmp_path / ".env")
-        if row["name"] in ("port", "fd"):
+        if row["name"] in ("port", "fd", "workers"):
             text = "1"
+        if row["name"] == "uds_permissions":
+            text = "660"
         if row["name"] == "ssl_version":
             text = "2"
         tls = TLS_ARGS if row["name"].startswith("ssl_") else ()
@@ -150,9 +152,10 @@ def test_bad_variable_names_itself_and_the_accepted_form():
 def test_forwarded_allow_ips_and_web_concurrency():
     kind, value = parse(environ={b"FORWARDED_ALLOW_IPS": b"10.0.0.1"})
     assert value["values"] == {"forwarded_allow_ips": "10.0.0.1"}
-    kind, (report, code) = parse(environ={b"WEB_CONCURRENCY": b"4"})
-    assert code == 2 and "WEB_CONCURRENCY (--workers) is not supported yet" in report
-    assert parse(environ={b"WEB_CONCURRENCY": b"1"})[0] == "run"
+    kind, value = parse(environ={b"WEB_CONCURRENCY": b"4"})
+    assert kind == "run" and value["values"] == {"workers": "4"}
+    kind, value = parse("--workers", "auto", environ={b"WEB_CONCURRENCY": b"4"})
+    assert value["values"] == {"workers": "auto"}  # the flag wins
 
 
 def test_help_marks_what_is_not_implemented():

@@ -267,7 +267,7 @@ def test_cli_children_ignore_the_developers_server_variables(cli_server, monkeyp
     """What the command reads from the environment comes from the test,
     never from the shell that runs pytest."""
     monkeypatch.setenv("FERROLOOP_ROOT_PATH", "/from-the-shell")
-    monkeypatch.setenv("WEB_CONCURRENCY", "4")  # --workers 4: refused if it reached the child
+    monkeypatch.setenv("WEB_CONCURRENCY", "4")  # --workers 4: a supervisor if it reached the child
     monkeypatch.setenv("FORWARDED_ALLOW_IPS", "10.0.0.0/8")
     srv = cli_server()
     assert httpx.get(f"{srv.url}/scope").json()["root_path"] == ""

@@ -23,7 +23,7 @@ CONFIG_ROWS = [row for row in ROWS if row["config"]]
 CLI_ROWS = [row for row in ROWS if row["cli"]]
 STUB = Path(_config.__file__).with_suffix(".pyi")
 # uvicorn's flags without a --no- form (--ws-per-message-deflate takes a value).
-ONE_WAY_FLAGS = {"reload", "http2", "ws_per_message_deflate"}
+ONE_WAY_FLAGS = {"reload", "http2", "ws_per_message_deflate", "preload"}
 SUPPORTED = [row for row in ROWS if row["status"] == "supported"]
 
 
@@ -55,8 +55,9 @@ def test_rows_are_well_formed():
         assert row["help"]
         assert row["config"] or row["cli"], f"{row['name']} is reachable from nowhere"
         if row["flag"]:
-            # uvicorn's spelling; its --header sets headers.
-            assert row["flag"] == "--" + ("header" if row["name"] == "headers" else row["name"].replace("_", "-"))
+            # uvicorn's spelling; its --header sets headers, --reload-dir reload_dirs, ...
+            plural = row["name"] in ("headers", "reload_dirs", "reload_includes", "reload_excludes")
+            assert row["flag"] == "--" + (row["name"][:-1] if plural else row["name"]).replace("_", "-")
         if row["kind"] == "bool" and row["cli"] and row["name"] not in ONE_WAY_FLAGS:
             assert row["off_flag"] == "--no-" + row["flag"][2:]
 
@@ -86,7 +87,8 @@ def test_runtime_signature_and_defaults_are_the_table():
     assert list(params) == ["app"] + [row["name"] for row in CONFIG_ROWS]
     config = ferroloop.Config(apps.app)
     # Lists whose None is kept as an empty one.
-    kept = {"ssl_crl": [], "ssl_sni": {}}
+    kept = {"ssl_crl": [], "ssl_sni": {}, "reload_dirs": [], "reload_includes": ["*.py"], "reload_excludes": [],
+            "workers": 1}  # the table's text "1", checked
     for row in CONFIG_ROWS:
         assert params[row["name"]].default == row["default"], row["name"]
         assert params[row["name"]].kind is inspect.Parameter.KEYWORD_ONLY

@@ -35,11 +35,15 @@ const BASE_PACKAGES: &[&str] = &[
     "kosoku>=0.1",
     // ferroloop.Queue is tested on uvloop too (tests/test_queue*.py).
     "uvloop>=0.21",
+    // tests/workers: ferroloop.gunicorn.Worker under real gunicorn.
+    "gunicorn>=23",
+    // --reload's file watcher (ferroloop[reload]); the reload tests use it.
+    "watchfiles>=0.21",
 ];
 
 /// The import names of [`BASE_PACKAGES`], to tell whether a venv is ready.
 const BASE_IMPORTS: &str =
-    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, prometheus_client, yaml, kosoku, uvloop";
+    "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, prometheus_client, yaml, kosoku, uvloop, gunicorn, watchfiles";
 
 pub struct Venv {
     pub dir: PathBuf,

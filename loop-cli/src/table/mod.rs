@@ -77,6 +77,11 @@ pub enum Text {
     RootPath,
     /// An access-log format ([`crate::access_format`]).
     AccessLogFormat,
+    /// A number of worker processes: `auto` or an integer of at least 0
+    /// (0 means `auto`, as cadeloop's).
+    Workers,
+    /// A file mode in octal: `660`, `0660` or `0o660`, at most `0o7777`.
+    FileMode,
 }
 
 /// Whether a setting can be unset (`None` in Python).
@@ -380,6 +385,8 @@ impl Setting {
                 "expected an empty string or a path that starts with '/' and does not end with '/'"
             }
             Kind::Text(Text::Any) | Kind::BoolOrText => "expected a string",
+            Kind::Text(Text::Workers) => "expected an integer of at least 0, or auto",
+            Kind::Text(Text::FileMode) => "expected an octal file mode such as 660",
             Kind::Text(Text::AccessLogFormat) => {
                 "expected text with %(field)s placeholders of client_addr, method, path, query, \
                  full_path, http_version, request_line, status_code, status_phrase, duration_ms, \
@@ -490,8 +497,13 @@ mod tests {
             let Some(flag) = s.flag else { continue };
             // uvicorn's spelling: the name with '-' for '_' (`--header`
             // sets `headers`, as uvicorn's).
-            let long = if s.name == "headers" {
-                "--header".to_owned()
+            // uvicorn's spelling: `--header` sets `headers`, `--reload-dir`
+            // sets `reload_dirs` (its Config keywords are plural).
+            let long = if matches!(
+                s.name,
+                "headers" | "reload_dirs" | "reload_includes" | "reload_excludes"
+            ) {
+                format!("--{}", s.name.trim_end_matches('s').replace('_', "-"))
             } else {
                 format!("--{}", s.name.replace('_', "-"))
             };
@@ -502,7 +514,7 @@ mod tests {
                 }
                 // uvicorn's one-way flags, and a boolean taking a value.
                 (Kind::Bool, None) => assert!(
-                    matches!(s.name, "reload" | "http2") || flag.metavar.is_some(),
+                    matches!(s.name, "reload" | "http2" | "preload") || flag.metavar.is_some(),
                     "{} needs a --no- flag",
                     s.name
                 ),

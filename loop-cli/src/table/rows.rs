@@ -520,13 +520,11 @@ pub static SETTINGS: &[Setting] = &[
         "timeout_worker_healthcheck",
         Kind::Int { min: 1, max: None },
         Lit::Int(5),
-        "Seconds a worker may take to answer a health check.",
+        "Seconds a worker's loop may take to answer the supervisor's health check before the \
+         worker is killed and replaced (with --workers or --reload).",
     )
-    .cli_only("--timeout-worker-healthcheck")
-    .expected("expected an integer of at least 1")
-    .status(Status::Ignored(
-        "ferroloop runs one process: there are no workers to health-check",
-    )),
+    .cli("--timeout-worker-healthcheck")
+    .expected("expected an integer of at least 1"),
     Setting::new(
         "loop",
         Kind::Text(Text::Any),
@@ -673,60 +671,109 @@ pub static SETTINGS: &[Setting] = &[
         )),
     Setting::new(
         "workers",
-        Kind::Int { min: 1, max: None },
-        Lit::Int(1),
-        "Number of worker processes (default: $WEB_CONCURRENCY, or 1).",
+        Kind::Text(Text::Workers),
+        Lit::Str("1"),
+        "Number of worker processes (default: $WEB_CONCURRENCY, or 1); 'auto' or 0: one per CPU \
+         this process may run on. More than 1 runs a supervisor that forks the workers.",
     )
-    .cli_only("--workers")
+    .cli("--workers")
     .env_alias("WEB_CONCURRENCY")
-    .expected("expected an integer of at least 1")
-    .status(Status::Unsupported(
-        "ferroloop runs one process until pre-fork workers land (issue 16); run one \
-         ferroloop per core behind a load balancer meanwhile",
-    )),
+    .metavar("INTEGER|auto")
+    .expected("expected an integer of at least 0, or auto")
+    .py_type("int | str", "int"),
+    Setting::new(
+        "preload",
+        Kind::Bool,
+        Lit::Bool(false),
+        "Import the app in the supervisor before forking the workers (copy-on-write sharing; \
+         a SIGHUP restart keeps the preloaded code).",
+    )
+    .cli("--preload"),
+    Setting::new(
+        "workers_lifetime",
+        Kind::Seconds { zero: false },
+        Lit::None,
+        "Seconds after which a worker is replaced (plus a random 0 to 10 % more, so workers do \
+         not restart together).",
+    )
+    .cli("--workers-lifetime")
+    .null(Null::Word)
+    .expected("expected a positive number of seconds, or none"),
+    Setting::new(
+        "workers_max_rss",
+        Kind::Int { min: 1, max: None },
+        Lit::None,
+        "MiB of resident memory (VmRSS, sampled every second) above which a worker is replaced.",
+    )
+    .cli("--workers-max-rss")
+    .null(Null::Word)
+    .expected("expected an integer of at least 1, or none"),
+    Setting::new(
+        "pid_file",
+        Kind::Path,
+        Lit::None,
+        "Write the server's process id to this file (removed at exit).",
+    )
+    .cli("--pid-file")
+    .null(Null::Unset)
+    .expected("expected a file path"),
+    Setting::new(
+        "uds_permissions",
+        Kind::Text(Text::FileMode),
+        Lit::None,
+        "Permissions of the --uds socket file, in octal (660, 0o660); default: 666 less the \
+         umask.",
+    )
+    .cli("--uds-permissions")
+    .null(Null::Unset)
+    .expected("expected an octal file mode such as 660 or 0o660")
+    .py_type("int | str | None", "int | None"),
     Setting::new(
         "reload",
         Kind::Bool,
         Lit::Bool(false),
-        "Restart the server when the code changes.",
+        "Restart the server when the code changes (one worker, under the supervisor; needs \
+         pip install 'ferroloop[reload]').",
     )
-    .cli_only("--reload")
-    .status(Status::Unsupported(RELOAD_LATER)),
+    .cli("--reload"),
     Setting::new(
-        "reload_dir",
-        Kind::Path,
+        "reload_dirs",
+        Kind::List(Item::Path),
         Lit::None,
-        "Directory to watch for --reload.",
+        "Directory to watch for --reload (repeat for more; default: the working directory).",
     )
-    .cli_only("--reload-dir")
+    .cli("--reload-dir")
     .null(Null::Unset)
-    .status(Status::Unsupported(RELOAD_LATER)),
+    .expected("expected a directory path"),
     Setting::new(
-        "reload_include",
-        Kind::Text(Text::Any),
+        "reload_includes",
+        Kind::List(Item::Path),
         Lit::None,
-        "Glob pattern of files to watch for --reload.",
+        "Glob pattern of files to watch for --reload (repeat for more; default: *.py).",
     )
-    .cli_only("--reload-include")
+    .cli("--reload-include")
     .null(Null::Unset)
-    .status(Status::Unsupported(RELOAD_LATER)),
+    .metavar("GLOB")
+    .expected("expected a glob pattern")
+    .py_type("list[str] | str | None", "list[str]"),
     Setting::new(
-        "reload_exclude",
-        Kind::Text(Text::Any),
+        "reload_excludes",
+        Kind::List(Item::Path),
         Lit::None,
-        "Glob pattern of files not to watch for --reload.",
+        "Glob pattern of files not to watch for --reload (repeat for more).",
     )
-    .cli_only("--reload-exclude")
+    .cli("--reload-exclude")
     .null(Null::Unset)
-    .status(Status::Unsupported(RELOAD_LATER)),
+    .metavar("GLOB")
+    .expected("expected a glob pattern")
+    .py_type("list[str] | str | None", "list[str]"),
     Setting::new(
         "reload_delay",
         Kind::Seconds { zero: true },
         Lit::Float(0.25),
-        "Seconds between checks for changed files with --reload.",
+        "Seconds to wait after a change for more changes before reloading (--reload).",
     )
-    .cli_only("--reload-delay")
-    .status(Status::Unsupported(RELOAD_LATER)),
+    .cli("--reload-delay"),
 ];
 
 /// The `--ws` values (uvicorn's).
@@ -735,6 +782,3 @@ pub const WS_IMPLEMENTATIONS: &[&str] =
 
 /// The `--ssl-min-version` values.
 pub const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];
-
-const RELOAD_LATER: &str = "auto-reload lands with issue 16; run under a file watcher meanwhile \
-                            (e.g. watchfiles 'ferroloop myapp:app')";

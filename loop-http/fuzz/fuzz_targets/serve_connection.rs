@@ -101,7 +101,7 @@ fuzz_target!(|data: &[u8]| {
                 c.output_flushed(now);
             }
             9 => {
-                let _ = c.drain(op & 0x10 != 0, now);
+                let _ = c.drain(op & 0x10 != 0, now, op & 0x20 != 0);
             }
             10 => {
                 if op & 0x10 != 0 {

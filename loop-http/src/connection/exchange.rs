@@ -151,6 +151,14 @@ impl Exchange {
         !matches!(self.response, ResponseState::NotStarted)
     }
 
+    /// The connection closes after this response (a draining server): a
+    /// response not started yet says so with `connection: close`.
+    pub(super) fn last_on_connection(&mut self) {
+        if !self.response_started() {
+            self.info.keep_alive = false;
+        }
+    }
+
     /// How many of a file's `available` bytes a [`ResponsePart::File`]
     /// may carry now (see `ResponseEncoder::file_len`).
     pub(super) fn file_len(&self, available: u64) -> u64 {

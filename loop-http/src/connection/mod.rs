@@ -404,7 +404,11 @@ impl ServerConnection {
         self.next_id += 1;
         self.phase = Phase::Active;
         self.deadline_kind = Deadline::None;
-        self.exchange = Some(Exchange::new(id, head));
+        let mut ex = Exchange::new(id, head);
+        if self.draining {
+            ex.last_on_connection();
+        }
+        self.exchange = Some(ex);
         id
     }
 
@@ -646,11 +650,21 @@ impl ServerConnection {
     }
 
     /// Server shutdown (see [`DrainAction`]); a partial head is not a
-    /// request in flight.
-    pub fn drain(&mut self, output_buffered: bool, now: f64) -> DrainAction {
+    /// request in flight. A response not started yet, and every later one,
+    /// carries `connection: close`. With `keep_idle` (a worker handing over
+    /// to its replacement) an idle kept connection is not closed under a
+    /// client that may be sending its next request: that request is
+    /// answered, with `connection: close`, or the keep-alive timeout ends
+    /// the connection as usual.
+    pub fn drain(&mut self, output_buffered: bool, now: f64, keep_idle: bool) -> DrainAction {
         self.draining = true;
         let idle = matches!(self.phase, Phase::Idle | Phase::Discard | Phase::Closing);
         if !idle {
+            if let Some(ex) = self.exchange.as_mut() {
+                ex.last_on_connection();
+            }
+            DrainAction::AfterResponse
+        } else if keep_idle && self.phase == Phase::Idle {
             DrainAction::AfterResponse
         } else if output_buffered {
             self.close(now);

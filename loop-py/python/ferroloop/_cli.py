@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except (OSError, ValueError) as exc:  # the message names the file
         print(f"Error: {exc}", file=sys.stderr)
         return EXIT_STARTUP_FAILED
+    if config.workers > 1 or config.reload:
+        return _supervise(config)
     try:
         config.load_app()  # before binding: a typo fails fast (Server reuses it)
     except AppLoadError as exc:
@@ -93,6 +95,27 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _supervise(config: Config) -> int:
+    """Workers (or reload) under the supervisor. The app is imported by
+    each worker after the fork, unless --preload (then here, once)."""
+    from .server._reload import ReloadUnavailable
+    from .server._supervisor import supervise
+
+    try:
+        return supervise(config)
+    except ReloadUnavailable as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_APP_ERROR
+    except AppLoadError as exc:  # --preload
+        print(f"Error loading ASGI app. {exc}", file=sys.stderr)
+        return EXIT_APP_ERROR
+    except OSError as exc:
+        logging.getLogger("ferroloop.error").error("%s", exc)
+        return EXIT_APP_ERROR
+    except KeyboardInterrupt:
+        return 0
 
 
 def entry_point() -> None:

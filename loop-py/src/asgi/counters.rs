@@ -262,7 +262,7 @@ impl ServerCounters {
         Ok(dict)
     }
 
-    /// `Server.stats()`: a fresh dict of everything (contract C2).
+    /// `Server.stats()`: a fresh dict of everything.
     pub(super) fn to_dict<'py>(
         &self,
         py: Python<'py>,

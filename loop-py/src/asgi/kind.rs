@@ -11,8 +11,10 @@ use pyo3::PyTraverseError;
 
 /// A live connection, as the server's registry holds it.
 pub(super) trait ConnHandle: Send + Sync {
-    /// Server shutdown: idle connections close now, busy ones when done.
-    fn drain(&self, py: Python<'_>) -> PyResult<()>;
+    /// Server shutdown: idle connections close now (kept for one more
+    /// response with `keep_idle`: a hand-over to a new worker), busy ones
+    /// when done.
+    fn drain(&self, py: Python<'_>, keep_idle: bool) -> PyResult<()>;
     /// The grace period is over: close now with an RST.
     fn abort(&self, py: Python<'_>) -> PyResult<()>;
     /// The periodic sweep: deadlines that passed by `now`.

@@ -322,11 +322,15 @@ impl HttpServer {
     }
 
     /// Close idle connections now; busy ones close after their response.
-    fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
+    /// `keep_idle` (a worker handing over to its replacement): idle
+    /// keep-alive connections answer one more request, with `connection:
+    /// close`, instead of being closed under a client that may be sending.
+    #[pyo3(signature = (keep_idle = false))]
+    fn drain(slf: &Bound<'_, Self>, keep_idle: bool) -> PyResult<()> {
         let py = slf.py();
         let shared = slf.borrow().shared.clone_ref(py);
         shared.borrow_mut(py).draining = true;
-        ServerShared::for_each(shared.bind(py), |conn| conn.drain(py))
+        ServerShared::for_each(shared.bind(py), |conn| conn.drain(py, keep_idle))
     }
 
     /// Close every connection (the grace period is over), and stop the
@@ -399,7 +403,7 @@ impl HttpServer {
         counters.tls_dict(py)
     }
 
-    /// Every counter (`Server.stats()`, contract C2), a fresh dict.
+    /// Every counter (`Server.stats()`), a fresh dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let shared = self.shared.bind(py);
         let mut bytes = loop_transports::StreamStats::default();

@@ -213,6 +213,44 @@ def _check_ssl_sni(row: dict[str, Any], value: Any) -> dict[str, tuple[str, str]
     return sni
 
 
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask, as cadeloop's
+    `workers=0`), not the machine's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_workers(row: dict[str, Any], value: Any) -> int:
+    """An int >= 0 or "auto" (the text form gives digits or "auto"); 0 and
+    "auto" both mean one worker per CPU available to the process."""
+    if isinstance(value, str) and (value == "auto" or (value.isascii() and value.isdigit())):
+        value = 0 if value == "auto" else int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"workers: expected an integer of at least 0 or 'auto', got {value!r}")
+    return value or cpu_count()
+
+
+def _check_file_mode(row: dict[str, Any], value: Any) -> int:
+    """An int (0o660) or octal text ("660", "0o660")."""
+    if isinstance(value, str):
+        digits = value[2:] if value.startswith("0o") else value
+        if digits and len(digits) <= 5 and all(c in "01234567" for c in digits):
+            value = int(digits, 8)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0o7777:
+        raise ValueError(f"{row['name']}: expected a file mode such as 0o660 or '660', got {value!r}")
+    return value
+
+
+def _check_str_list(row: dict[str, Any], value: Any) -> list[str]:
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]  # one entry, as the command line's one flag
+    if not isinstance(value, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) and os.fspath(p) for p in value):
+        raise ValueError(f"{row['name']}: expected a list of non-empty strings, got {value!r}")
+    return [os.fspath(p) for p in value]
+
+
 #: Settings whose Python values are not just their kind's.
 _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "host": _check_host,
@@ -226,6 +264,11 @@ _CHECKS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "headers": _check_headers,
     "ssl_crl": _check_ssl_crl,
     "ssl_sni": _check_ssl_sni,
+    "workers": _check_workers,
+    "uds_permissions": _check_file_mode,
+    "reload_dirs": _check_str_list,
+    "reload_includes": _check_str_list,
+    "reload_excludes": _check_str_list,
 }
 
 #: The variables read for a setting besides `prefix` + its name (the
@@ -238,6 +281,9 @@ _NONE = {
     "forwarded_allow_ips": lambda: os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
     "ssl_crl": list,
     "ssl_sni": dict,
+    "reload_dirs": list,  # the working directory
+    "reload_includes": lambda: ["*.py"],
+    "reload_excludes": list,
 }
 
 

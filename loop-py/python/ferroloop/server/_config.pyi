@@ -67,6 +67,7 @@ class Config:
     ws_max_frame_size: int | None
     ws_max_queue_bytes: int
     ws_close_timeout: float
+    timeout_worker_healthcheck: int
     loop: str
     http: str
     ssl_keyfile: str | None
@@ -81,6 +82,17 @@ class Config:
     ssl_handshake_timeout: float
     ssl_sni: dict[str, tuple[str, str]]
     http2: bool
+    workers: int
+    preload: bool
+    workers_lifetime: float | None
+    workers_max_rss: int | None
+    pid_file: str | None
+    uds_permissions: int | None
+    reload: bool
+    reload_dirs: list[str] | None
+    reload_includes: list[str]
+    reload_excludes: list[str]
+    reload_delay: float
     def __init__(
         self,
         app: Callable[..., Any] | str,
@@ -129,6 +141,7 @@ class Config:
         ws_max_frame_size: int | None = None,
         ws_max_queue_bytes: int = 16777216,
         ws_close_timeout: float = 10.0,
+        timeout_worker_healthcheck: int = 5,
         loop: str = "auto",
         http: str = "auto",
         ssl_keyfile: str | os.PathLike[str] | None = None,
@@ -143,6 +156,17 @@ class Config:
         ssl_handshake_timeout: float = 10.0,
         ssl_sni: Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]] | list[str] | None = None,
         http2: bool = False,
+        workers: int | str = "1",
+        preload: bool = False,
+        workers_lifetime: float | None = None,
+        workers_max_rss: int | None = None,
+        pid_file: str | os.PathLike[str] | None = None,
+        uds_permissions: int | str | None = None,
+        reload: bool = False,
+        reload_dirs: list[str | os.PathLike[str]] | None = None,
+        reload_includes: list[str] | str | None = None,
+        reload_excludes: list[str] | str | None = None,
+        reload_delay: float = 0.25,
     ) -> None: ...
     # END GENERATED settings
     @classmethod

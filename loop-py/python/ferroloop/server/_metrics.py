@@ -42,7 +42,7 @@ CLOSE_TIMEOUT = 1.0
 
 
 class MetricsSource(Protocol):
-    """What the listener renders (contract C3)."""
+    """What the listener renders (a single server's, or the supervisor's over its workers)."""
 
     async def snapshot(self) -> list[tuple[str, dict[str, Any]]]:
         """One `(worker label, {"pid": .., "loop": loop.stats(), "server":

@@ -1,6 +1,8 @@
-"""`Server`: binds the listeners, runs lifespan, hands accepted connections
-to the native HTTP server and shuts down gracefully on SIGINT/SIGTERM
-(and, with TLS, reloads its certificates on SIGHUP)."""
+"""`Server`: binds the listeners (or takes ready ones, as a supervised
+worker does), runs lifespan, hands accepted connections to the native HTTP
+server and shuts down gracefully on SIGINT/SIGTERM (and, with TLS, reloads
+its certificates on SIGHUP). `bind_sockets` is the one bind path: the
+supervisor binds with it too."""
 
 from __future__ import annotations
 
@@ -65,6 +67,14 @@ class Server:
         self._uds_path: str | None = None
         self._froze_gc = False
         self.metrics: MetricsServer | None = None  # the metrics listener (metrics_port)
+        # Set by a supervised worker (`_worker.py`): called once the
+        # listeners accept; the "running on" line is the supervisor's; a
+        # hand-over drain keeps idle keep-alive connections for one more
+        # response (`retire`).
+        self._on_started: Callable[[], None] | None = None
+        self._is_worker = False
+        self._handover = False
+        self._pid_file: str | None = None
 
     @property
     def should_exit(self) -> bool:
@@ -114,8 +124,20 @@ class Server:
         stats: ServerStats = self._native.stats()
         return stats
 
-    async def serve(self) -> None:
-        """Start, serve until asked to stop, then shut down gracefully."""
+    def retire(self) -> None:
+        """Stop gracefully, handing over to another process on the same
+        listeners: as `should_exit = True`, but idle keep-alive connections
+        are kept to answer one more request (with `connection: close`)
+        instead of being closed while their client may be sending."""
+        self._handover = True
+        self.should_exit = True
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        """Start, serve until asked to stop, then shut down gracefully.
+        `sockets`: listening sockets to serve on instead of binding (as
+        uvicorn's); the caller keeps them. `Server` is one process: with
+        `workers` above 1 use `ferroloop.serve()` or the command line,
+        whose supervisor forks the workers."""
         from .._loop import Loop
 
         loop = asyncio.get_running_loop()
@@ -124,6 +146,11 @@ class Server:
                 "ferroloop.Server runs on a ferroloop loop: use ferroloop.run(server.serve()) or ferroloop.serve()"
             )
         config = self.config
+        if sockets is None and config.workers > 1:
+            raise RuntimeError(
+                f"Server.serve() runs one process, not workers={config.workers}: use ferroloop.serve(...) or "
+                "the ferroloop command, which supervise worker processes"
+            )
         config.configure_logging()
         app = config.load_app()
         self._loop = loop
@@ -137,7 +164,10 @@ class Server:
         lifespan = Lifespan(app, config.lifespan)
         await lifespan.startup()
         try:
-            self._bind()
+            if sockets is None:
+                self._bind()
+            else:
+                self.sockets = list(sockets)
             self._native = _native.HttpServer(loop, app, config, error_log=logger, access_log=access_logger)
             self._native.set_state(lifespan.state)
             if config.limit_max_requests is not None:
@@ -155,13 +185,21 @@ class Server:
             for sock in self.sockets:
                 self._native.listen(sock.fileno(), sock.family in (socket.AF_INET, socket.AF_INET6))
             self.started = True
-            if config.metrics_port is not None:  # its own listener, on this loop: worker "0"
+            if config.metrics_port is not None and not self._is_worker:
+                # its own listener, on this loop: worker "0" (a supervisor serves it for its workers)
                 from ._metrics import ServerSource, start_metrics_server
 
                 self.metrics = await start_metrics_server(config, ServerSource(self))
-            self._log_ws_alias()
-            self._log_started()
+            if not self._is_worker:
+                self._log_ws_alias()
+                self._log_started()
+            if self._on_started is not None:
+                self._on_started()
             with self._signal_handlers(loop):
+                # Once SIGTERM is handled: whoever reads the file may signal at once.
+                if config.pid_file is not None and not self._is_worker:
+                    write_pid_file(config.pid_file)
+                    self._pid_file = config.pid_file
                 await self._exit_event.wait()
                 await self._shutdown()
                 self.started = False
@@ -172,6 +210,9 @@ class Server:
                 self._native.stop_accepting()
                 self._native.close_all()
             self._close_sockets()
+            if self._pid_file is not None:
+                remove_pid_file(self._pid_file)
+                self._pid_file = None
             self.started = False
             if self._froze_gc:
                 gc.unfreeze()
@@ -182,41 +223,7 @@ class Server:
             await lifespan.shutdown()
 
     def _bind(self) -> None:
-        config = self.config
-        if config.sock is not None:
-            sock = config.sock
-            sock.setblocking(False)
-            with contextlib.suppress(OSError):
-                sock.listen(config.backlog)
-            self.sockets = [sock]
-            return
-        if config.fd is not None:
-            sock = socket.socket(fileno=config.fd)
-            sock.setblocking(False)
-            with contextlib.suppress(OSError):
-                sock.listen(config.backlog)
-        elif config.uds is not None:
-            path = config.uds
-            with contextlib.suppress(FileNotFoundError):
-                if stat.S_ISSOCK(os.stat(path).st_mode):
-                    os.unlink(path)  # a stale socket from an earlier run
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                sock.bind(path)
-                os.chmod(path, 0o666)
-                sock.listen(config.backlog)
-            except OSError as exc:
-                sock.close()
-                raise _bind_error(exc, f"path {path!r}") from None
-            except BaseException:
-                sock.close()
-                raise
-            self._uds_path = path
-        else:
-            sock = bind_tcp(config.host, config.port, config.backlog)
-        sock.setblocking(False)
-        self._owned_sockets = [sock]
-        self.sockets = [sock]
+        self.sockets, self._owned_sockets, self._uds_path = bind_sockets(self.config)
 
     def _log_ws_alias(self) -> None:
         # uvicorn's implementation names are accepted for its command lines' sake.
@@ -225,17 +232,7 @@ class Server:
             logger.info("WebSocket implementation %r is served by ferroloop's native WebSocket", ws)
 
     def _log_started(self) -> None:
-        sock = self.sockets[0]
-        if sock.family == socket.AF_UNIX:
-            where, arg = "unix socket %s", sock.getsockname()
-        elif self.config.fd is not None:
-            where, arg = "socket fd %s", self.config.fd
-        else:
-            host, port = sock.getsockname()[:2]
-            scheme = "https" if self._native is not None and self._native.tls else "http"
-            where, arg = (scheme + ("://[%s]:%d" if ":" in host else "://%s:%d")), (host, port)
-        args = arg if isinstance(arg, tuple) else (arg,)
-        logger.info("ferroloop running on " + where + " (Press CTRL+C to quit)", *args)
+        log_running(self.config, self.sockets[0], tls=self._native is not None and self._native.tls)
 
     @contextlib.contextmanager
     def _signal_handlers(self, loop: asyncio.AbstractEventLoop):  # type: ignore[no-untyped-def]
@@ -275,7 +272,7 @@ class Server:
         logger.info("Shutting down")
         native.stop_accepting()
         self._close_sockets()
-        native.drain()
+        native.drain(keep_idle=self._handover)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.timeout_graceful_shutdown
         if native.connection_count:
@@ -318,6 +315,102 @@ def bind_tcp(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+def log_running(config: Config, sock: socket.socket, *, tls: bool) -> None:
+    """uvicorn's "running on" line, for the first listener."""
+    if sock.family == socket.AF_UNIX:
+        where, arg = "unix socket %s", sock.getsockname()
+    elif config.fd is not None:
+        where, arg = "socket fd %s", config.fd
+    else:
+        host, port = sock.getsockname()[:2]
+        scheme = "https" if tls else "http"
+        where, arg = (scheme + ("://[%s]:%d" if ":" in host else "://%s:%d")), (host, port)
+    args = arg if isinstance(arg, tuple) else (arg,)
+    logger.info("ferroloop running on " + where + " (Press CTRL+C to quit)", *args)
+
+
+def bind_sockets(config: Config) -> tuple[list[socket.socket], list[socket.socket], str | None]:
+    """The listening sockets `config` names: `sock`, `fd`, systemd's
+    `LISTEN_FDS` (when `LISTEN_PID` is this process), `uds` (chmod to
+    `uds_permissions`, default 0o666) or host/port. Returns (sockets, those
+    of them this call created and the caller closes, the socket file the
+    caller unlinks)."""
+    if config.sock is not None:
+        sock = config.sock
+        sock.setblocking(False)
+        with contextlib.suppress(OSError):
+            sock.listen(config.backlog)
+        return [sock], [], None
+    activated = systemd_sockets()
+    if activated:
+        for sock in activated:
+            sock.setblocking(False)
+        return activated, activated, None
+    uds_path = None
+    if config.fd is not None:
+        sock = socket.socket(fileno=config.fd)
+        sock.setblocking(False)
+        with contextlib.suppress(OSError):
+            sock.listen(config.backlog)
+    elif config.uds is not None:
+        path = config.uds
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISSOCK(os.stat(path).st_mode):
+                os.unlink(path)  # a stale socket from an earlier run
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            os.chmod(path, 0o666 if config.uds_permissions is None else config.uds_permissions)
+            sock.listen(config.backlog)
+        except OSError as exc:
+            sock.close()
+            raise _bind_error(exc, f"path {path!r}") from None
+        except BaseException:
+            sock.close()
+            raise
+        uds_path = path
+    else:
+        sock = bind_tcp(config.host, config.port, config.backlog)
+    sock.setblocking(False)
+    return [sock], [sock], uds_path
+
+
+#: systemd's first passed fd (sd_listen_fds(3): SD_LISTEN_FDS_START).
+LISTEN_FDS_START = 3
+
+
+def systemd_sockets() -> list[socket.socket]:
+    """Sockets passed by systemd socket activation: `LISTEN_FDS` fds from
+    fd 3, when `LISTEN_PID` is this process. The variables are removed (as
+    sd_listen_fds(unset_environment=1)), so children do not take them."""
+    pid, count = os.environ.get("LISTEN_PID", ""), os.environ.get("LISTEN_FDS", "")
+    if not (pid.isdigit() and count.isdigit()) or int(pid) != os.getpid() or int(count) == 0:
+        return []
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        os.environ.pop(name, None)
+    sockets = []
+    for fd in range(LISTEN_FDS_START, LISTEN_FDS_START + int(count)):
+        os.set_inheritable(fd, False)
+        sockets.append(socket.socket(fileno=fd))
+    return sockets
+
+
+def write_pid_file(path: str) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(f"{os.getpid()}\n")
+
+
+def remove_pid_file(path: str) -> None:
+    """Remove it if it still holds our pid (not a later server's)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            if f.read().strip() != str(os.getpid()):
+                return
+        os.unlink(path)
+    except (OSError, ValueError):
+        pass
+
+
 def _bind_error(exc: OSError, where: str) -> OSError:
     """uvicorn's message: `[Errno 98] error while attempting to bind on
     address ('127.0.0.1', 8123): address already in use`."""
@@ -328,8 +421,17 @@ def _bind_error(exc: OSError, where: str) -> OSError:
 
 def serve(app: Callable[..., Any] | str, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> None:
     """Serve `app` until SIGINT/SIGTERM, on a new ferroloop loop. Keyword
-    arguments are `ferroloop.Config`'s."""
+    arguments are `ferroloop.Config`'s. With `workers` above 1 (or
+    `reload`) a supervisor forks the workers (see `_supervisor.py`);
+    raises `SystemExit` with its exit code when it fails."""
     from .._policy import run
 
-    server = Server(Config(app, host=host, port=port, **kwargs))
-    run(server.serve())
+    config = Config(app, host=host, port=port, **kwargs)
+    if config.workers > 1 or config.reload:
+        from ._supervisor import supervise
+
+        code = supervise(config)
+        if code:
+            raise SystemExit(code)
+        return
+    run(Server(config).serve())

@@ -661,14 +661,14 @@ impl HttpConnection {
         Self::lose(slf)
     }
 
-    /// Server shutdown: idle connections close now, busy ones after their
-    /// response.
-    pub(in crate::asgi) fn drain(slf: &Bound<'_, Self>) -> PyResult<()> {
+    /// Server shutdown: idle connections close now (or, with `keep_idle`,
+    /// after one more response), busy ones after their response.
+    pub(in crate::asgi) fn drain(slf: &Bound<'_, Self>, keep_idle: bool) -> PyResult<()> {
         let action = {
             let mut me = slf.borrow_mut();
             let buffered = me.buffered_out() > 0;
             me.closing_because("server shutting down");
-            me.http.drain(buffered, clock::monotonic())
+            me.http.drain(buffered, clock::monotonic(), keep_idle)
         };
         match action {
             DrainAction::AfterResponse => Ok(()),

@@ -34,8 +34,8 @@ use pyo3::PyTraverseError;
 pub(super) struct HttpHandle(pub Py<HttpConnection>);
 
 impl ConnHandle for HttpHandle {
-    fn drain(&self, py: Python<'_>) -> PyResult<()> {
-        HttpConnection::drain(self.0.bind(py))
+    fn drain(&self, py: Python<'_>, keep_idle: bool) -> PyResult<()> {
+        HttpConnection::drain(self.0.bind(py), keep_idle)
     }
 
     fn abort(&self, py: Python<'_>) -> PyResult<()> {

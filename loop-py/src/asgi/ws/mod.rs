@@ -74,7 +74,7 @@ pub(in crate::asgi) trait Handshake: Send + Sync {
 pub(super) struct WsHandle(pub Py<WsSession>);
 
 impl ConnHandle for WsHandle {
-    fn drain(&self, py: Python<'_>) -> PyResult<()> {
+    fn drain(&self, py: Python<'_>, _keep_idle: bool) -> PyResult<()> {
         io::drain(self.0.bind(py))
     }
 

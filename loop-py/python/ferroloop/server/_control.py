@@ -1,0 +1,126 @@
+"""The supervisor <-> worker control channel: one AF_UNIX SOCK_STREAM
+socketpair per worker, newline-delimited JSON objects.
+
+supervisor -> worker: {"op": "ping", "id": n}   -> {"op": "pong", "id": n}
+                      {"op": "stats", "id": n}  -> {"op": "stats", "id": n, "loop": .., "server": .., "pid": ..}
+                      {"op": "retire"}          hand over: drain, keeping idle keep-alive
+                                                connections for one more response (additive)
+worker -> supervisor: {"op": "ready", "pid": pid}           its listeners accept
+                      {"op": "failed", "message": "..", "code": n}   startup failed, then it exits
+                      {"op": "recycle", "reason": ".."}     limit_max_requests reached: replace me
+                                                            (additive; the supervisor answers "retire")
+
+Both ends are read with `add_reader` on the loop of their process: a
+worker's pong is written by its loop, so a blocked loop does not answer.
+Writes are small and non-blocking; a peer that stopped reading (a full
+socket buffer) loses messages rather than blocking the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+from typing import Any, Callable
+
+logger = logging.getLogger("ferroloop.error")
+
+#: A line longer than this is a broken peer, not a message.
+MAX_LINE = 16 * 1024 * 1024
+
+
+class Channel:
+    """One end of a control socketpair, read on `loop`: each complete line
+    is decoded and passed to `on_message`; `on_close()` runs once, at EOF
+    or an error (the peer is gone)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        sock: socket.socket,
+        on_message: Callable[[dict[str, Any]], None],
+        on_close: Callable[[], None],
+    ) -> None:
+        self._loop = loop
+        self.sock = sock
+        self._on_message = on_message
+        self._on_close = on_close
+        self._buffer = bytearray()
+        self.closed = False
+        sock.setblocking(False)
+        loop.add_reader(sock.fileno(), self._readable)
+
+    def send(self, message: dict[str, Any]) -> bool:
+        """Queue one message; False if the peer is gone or not reading."""
+        if self.closed:
+            return False
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        try:
+            sent = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            self.close()
+            return False
+        if sent < len(data):
+            # Rare (a full buffer mid-message): finish it blocking briefly
+            # rather than leaving half a line that breaks the framing.
+            try:
+                self.sock.setblocking(True)
+                self.sock.settimeout(1.0)
+                self.sock.sendall(data[sent:])
+            except OSError:
+                self.close()
+                return False
+            finally:
+                if not self.closed:
+                    self.sock.setblocking(False)
+        return True
+
+    def _readable(self) -> None:
+        try:
+            data = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close()
+            return
+        self._buffer += data
+        while True:
+            end = self._buffer.find(b"\n")
+            if end < 0:
+                if len(self._buffer) > MAX_LINE:
+                    logger.error("Control channel: a message over %d bytes; closing the channel", MAX_LINE)
+                    self.close()
+                return
+            line = bytes(self._buffer[:end])
+            del self._buffer[: end + 1]
+            try:
+                message = json.loads(line)
+            except ValueError:
+                logger.error("Control channel: a line that is not JSON: %r", line[:200])
+                continue
+            if isinstance(message, dict):
+                self._on_message(message)
+            if self.closed:
+                return
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._loop.remove_reader(self.sock.fileno())
+        except (ValueError, OSError, RuntimeError):
+            pass
+        self.sock.close()
+        self._on_close()
+
+    def forget(self) -> None:
+        """In a forked child: close this inherited end without touching the
+        loop it was registered with (the parent's)."""
+        self.closed = True
+        self.sock.close()

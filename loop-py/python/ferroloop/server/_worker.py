@@ -1,0 +1,158 @@
+"""A supervised worker: what a forked child runs. It never returns into the
+supervisor's code (it leaves with `os._exit`) and never touches the loop
+it was forked from: that loop belongs to the parent (`_loop.py`'s fork
+hook gives it a private poller in the child; we just never run it again).
+
+The worker imports the app itself (unless the supervisor preloaded it),
+runs its own lifespan and a fresh ferroloop loop, serves the inherited
+listeners through `Server.serve(sockets=...)`, and talks to the supervisor
+over its control channel (`_control.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import traceback
+from typing import Any, NoReturn
+
+from ._config import AppLoadError, Config
+from ._control import Channel
+from ._lifespan import LifespanFailed
+
+logger = logging.getLogger("ferroloop.error")
+
+# uvicorn's exit codes (as the command line's).
+EXIT_APP_ERROR = 1
+EXIT_STARTUP_FAILED = 3
+
+#: Signals the supervisor handles; a worker starts with them at these
+#: dispositions until its Server installs its own (SIGINT/SIGTERM; SIGHUP
+#: with TLS): Ctrl-C in a terminal reaches the whole process group, and
+#: the supervisor is the one that decides.
+CHILD_SIGNALS = {
+    signal.SIGINT: signal.SIG_IGN,
+    signal.SIGTERM: signal.SIG_DFL,
+    signal.SIGHUP: signal.SIG_IGN,
+    signal.SIGTTIN: signal.SIG_IGN,
+    signal.SIGTTOU: signal.SIG_IGN,
+}
+
+
+def reset_signals_in_child() -> None:
+    """Right after fork (signals still blocked by the supervisor): drop the
+    parent's wake-up fd (the child must never write signal numbers into
+    the parent's socket) and its handlers, then unblock."""
+    signal.set_wakeup_fd(-1)
+    for sig, disposition in CHILD_SIGNALS.items():
+        signal.signal(sig, disposition)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
+
+
+def run_worker(config: Config, sockets: list[socket.socket], control: socket.socket, label: str) -> NoReturn:
+    """The child's whole life; exits the process with its status."""
+    code = 0
+    try:
+        code = _run(config, sockets, control, label)
+    except BaseException:  # noqa: BLE001 - the process ends here either way
+        traceback.print_exc()
+        code = EXIT_APP_ERROR
+    finally:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+
+
+def _run(config: Config, sockets: list[socket.socket], control: socket.socket, label: str) -> int:
+    from .._policy import run
+
+    logger.info("Started server process [%d]", os.getpid())
+    try:
+        config.load_app()  # a no-op when preloaded in the supervisor
+    except AppLoadError as exc:
+        message = f"Error loading ASGI app. {exc}"
+        logger.error("%s", message)
+        _report_failure(control, message, EXIT_APP_ERROR)
+        return EXIT_APP_ERROR
+    except Exception as exc:
+        # The app's own import failed (a SyntaxError in reload mode): its traceback, then the report.
+        logger.exception("Error loading ASGI app %r", config.app)
+        _report_failure(control, f"Error loading ASGI app. {type(exc).__name__}: {exc}", EXIT_APP_ERROR)
+        return EXIT_APP_ERROR
+    try:
+        run(_serve(config, sockets, control, label))
+    except LifespanFailed:
+        return EXIT_STARTUP_FAILED  # reported by _serve
+    return 0
+
+
+def _report_failure(control: socket.socket, message: str, code: int) -> None:
+    import json
+
+    try:
+        control.setblocking(True)
+        control.settimeout(5.0)
+        control.sendall(json.dumps({"op": "failed", "message": message, "code": code}).encode() + b"\n")
+    except OSError:
+        pass
+
+
+async def _serve(config: Config, sockets: list[socket.socket], control_sock: socket.socket, label: str) -> None:
+    from ._server import Server
+
+    loop = asyncio.get_running_loop()
+    server = Server(config)
+    server._is_worker = True
+
+    def on_message(message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "ping":
+            channel.send({"op": "pong", "id": message.get("id")})
+        elif op == "stats":
+            channel.send({"op": "stats", "id": message.get("id"), "pid": os.getpid(), **collect_stats(loop, server)})
+        elif op == "retire":
+            server.retire()
+
+    def on_close() -> None:
+        if not server.should_exit:
+            logger.warning("Worker %s (pid %d): the supervisor is gone; shutting down", label, os.getpid())
+            server.should_exit = True
+
+    channel = Channel(loop, control_sock, on_message, on_close)
+    server._on_started = lambda: channel.send({"op": "ready", "pid": os.getpid()})
+
+    def request_limit_reached(limit: int) -> None:
+        # The supervisor starts a replacement first, then answers "retire";
+        # without it, stop as a single process does.
+        logger.warning("Maximum request limit of %d exceeded. Asking the supervisor for a replacement.", limit)
+        if not channel.send({"op": "recycle", "reason": f"limit_max_requests ({limit}) reached"}):
+            server.should_exit = True
+
+    server._request_limit_reached = request_limit_reached  # type: ignore[method-assign]
+    try:
+        await server.serve(sockets=sockets)
+    except LifespanFailed as exc:
+        channel.send({"op": "failed", "message": str(exc), "code": EXIT_STARTUP_FAILED})
+        raise
+    finally:
+        if not channel.closed:
+            channel.close()
+
+
+def collect_stats(loop: asyncio.AbstractEventLoop, server: Any) -> dict[str, Any]:
+    """C1's loop.stats() and C2's Server.stats(), each {} where this build
+    does not have it yet."""
+    loop_stats = getattr(loop, "stats", None)
+    server_stats = getattr(server, "stats", None)
+    return {
+        "loop": dict(loop_stats()) if callable(loop_stats) else {},
+        "server": dict(server_stats()) if callable(server_stats) else {},
+    }
