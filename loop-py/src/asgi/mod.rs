@@ -9,8 +9,10 @@
 //!   proxy headers, configuration, the scope and messages as Python
 //!   objects, decoding the app's `send()` messages, the loggers and their
 //!   cached levels.
-//! - [`tls`]: a TLS session as a connection's byte-stream layer, what a
-//!   connection knows of it, and the server's handshake counters.
+//! - [`counters`]: what `Server.stats()` and `Server.tls_stats()` report,
+//!   one set per server, shared by its connections.
+//! - [`tls`]: a TLS session as a connection's byte-stream layer and what a
+//!   connection knows of it.
 //! - [`shared`]: what a server's connections share, with the registry of
 //!   live connections and the end-of-tick flush.
 //! - [`app_task`]: the task that steps the app's coroutine.
