@@ -382,21 +382,3 @@ def test_preload_imports_the_app_in_the_parent_only(tmp_path, servers, preload):
     poll(lambda: get(server).status_code == 200, "serving", server)
     importers = {int(p) for p in marks.read_text().split()}
     assert importers == ({server.pid} if preload else workers)
-
-
-def test_workers_serve_https(tmp_path, servers):
-    from _tls import client_context, write_server_files
-
-    write_app(tmp_path)
-    certfile, keyfile = write_server_files(tmp_path)
-    server = start(tmp_path, "--workers", "2", "--ssl-certfile", certfile, "--ssl-keyfile", keyfile)
-    servers.append(server)
-    poll(lambda: len(worker_pids(server)) == 2, "two workers", server)
-    url = f"https://localhost:{server.port}/"
-    with httpx.Client(verify=client_context(), timeout=30.0) as client:
-        assert client.get(url).status_code == 200
-        before = worker_pids(server)
-        server.send_signal(signal.SIGHUP)  # new workers load the files themselves
-        poll(lambda: not (worker_pids(server) & before) and len(worker_pids(server)) == 2, "new workers", server)
-        assert client.get(url).status_code == 200
-    assert "https://127.0.0.1" in server.output()

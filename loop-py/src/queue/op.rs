@@ -243,9 +243,10 @@ impl QueueOp {
         val: Option<&Bound<'_, PyAny>>,
         tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let err = awaitable::thrown(typ, val, tb)?;
+        // Withdrawn first: a bad exception argument must not leave the
+        // waiter's future queued (a later put would wake it, not a live getter).
         slf.get().withdraw(slf.py())?;
-        Err(err)
+        Err(awaitable::thrown(typ, val, tb)?)
     }
 
     fn close(slf: &Bound<'_, Self>) -> PyResult<()> {

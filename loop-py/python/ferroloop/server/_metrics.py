@@ -133,6 +133,11 @@ class MetricsApp:
             (b"content-type", content_type),
             (b"content-length", str(len(body)).encode()),
             (b"cache-control", b"no-store"),
+            # One scrape per connection: a worker forked while a scrape
+            # connection is open holds a copy of its fd, so the
+            # supervisor's close would not end it and a reused connection
+            # would hang.
+            (b"connection", b"close"),
         ]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -146,7 +146,7 @@ class Supervisor:
             from ._reload import Watcher
 
             # Forked before anything else, while nothing but this thread runs.
-            self._watcher = Watcher(self.config, loop, self._on_changes, self._forget_in_child)
+            self._watcher = Watcher(self.config, loop, self._on_changes, self._forget_in_watcher)
             self._watcher.start()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._on_stop_signal, sig)
@@ -161,10 +161,12 @@ class Supervisor:
 
             tls = self.config.ssl_certfile is not None
             log_running(self.config, self.sockets[0], tls=tls)
+            # Before the workers: a metrics port that does not bind stops
+            # the start-up with no worker left behind.
+            await self._start_metrics()
             for slot in range(1, self.target + 1):
                 self._spawn(slot, serving=True)
             ticker = self._spawn_task(self._tick())
-            await self._start_metrics()
             await self._stop.wait()
             ticker.cancel()
             await self._shutdown()
@@ -232,18 +234,21 @@ class Supervisor:
         if self.stopping or self.reload:
             return
         self.target += 1
-        slot = max([*self.slots, 0]) + 1
+        # Slots are 1..target; a slot waiting out a restart back-off keeps
+        # its number (its respawn is pending).
+        slot = self.target if self.target not in self.slots else max(self.slots) + 1
         logger.info("Received SIGTTIN: adding worker %d (%d workers)", slot, self.target)
         self._spawn(slot, serving=True)
 
     def _on_ttou(self) -> None:
         if self.stopping or self.reload or self.target <= 1 or not self.slots:
             return
+        slot = self.target
         self.target -= 1
-        slot = max(self.slots)
         logger.info("Received SIGTTOU: removing worker %d (%d workers)", slot, self.target)
-        w = self.slots.pop(slot)
-        self._retire(w, "removed by SIGTTOU")
+        w = self.slots.pop(slot, None)
+        if w is not None:  # else its pending respawn now finds slot > target
+            self._retire(w, "removed by SIGTTOU")
 
     # -- workers ---------------------------------------------------------
 
@@ -285,6 +290,13 @@ class Supervisor:
             self.slots[slot] = w
         self._loop.add_reader(pidfd, self._on_exit, w)
         return w
+
+    def _forget_in_watcher(self) -> None:
+        """The reload watcher's child side: as a worker's, and it must not
+        hold the app's listeners either (a port nothing accepts on)."""
+        self._forget_in_child()
+        for sock in self.sockets:
+            sock.close()
 
     def _forget_in_child(self) -> None:
         """In a freshly forked child: close what belongs to the supervisor
@@ -387,6 +399,8 @@ class Supervisor:
             )
             self.stop(EXIT_CRASH_LOOP)
             return
+        if w.replacing:
+            return  # its replace() promotes the candidate, or respawns the slot if that fails
         delay = 0.0 if not deaths else min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (deaths - 1))
         if delay:
             logger.info("Restarting worker %s in %.1f s", w.label, delay)
@@ -435,6 +449,9 @@ class Supervisor:
                         logger.warning("Worker %s: the replacement failed; the running worker keeps serving", old.label)
                     if not old.alive and not self.stopping and old.slot not in self.slots:
                         self._respawn(old.slot)
+                    return False
+                if self.slots.get(old.slot) not in (old, None):
+                    self._retire(new, "its slot was taken meanwhile")  # never two workers in one slot
                     return False
                 self.slots[old.slot] = new
                 self.quick_deaths.pop(old.slot, None)
@@ -567,11 +584,13 @@ class MetricsSource:
         sup = self._sup
         now = time.monotonic()
         ready = [w for w in sup.slots.values() if w.alive and w.ready.done() and w.ready.result()]
-        late = [w.label for w in sup.slots.values() if w.ping_sent is not None and now - w.ping_sent > TICK * 2]
+        late = [w.label for w in sup.slots.values() if w.ping_sent is not None and now - w.ping_sent > sup.config.timeout_worker_healthcheck]
         recent = [label for label, when in sup.unhealthy.items() if now - when < 30.0]
         unhealthy = sorted(set(late) | set(recent))
         ok = bool(ready) and not unhealthy and not sup.stopping
-        detail = {"workers": len(ready), "expected": sup.target, "unhealthy": unhealthy, "pid": os.getpid()}
+        detail: dict[str, Any] = {"workers": len(ready), "expected": sup.target, "unhealthy": unhealthy, "pid": os.getpid()}
+        if sup.stopping:
+            detail["status"] = "draining"
         return ok, detail
 
 
