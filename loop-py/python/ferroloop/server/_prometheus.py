@@ -64,7 +64,7 @@ FAMILIES: tuple[Family, ...] = (
     _counter("connections_reset", "Connections ended by a reset or error from the peer.", "server", "connections", "reset"),
     _counter("requests", "HTTP requests received, by method.", "server", "requests", "by_method", label="method"),
     _counter("responses", "HTTP responses sent, by status class.", "server", "requests", "by_status", label="status_class"),
-    _gauge("requests_in_flight", "HTTP requests being handled.", "server", "requests", "in_flight"),
+    _gauge("requests_in_flight", "App calls running: HTTP requests and WebSocket sessions.", "server", "requests", "in_flight"),
     _counter("received_bytes", "Bytes received on the wire (ciphertext with TLS).", "server", "bytes", "in"),
     _counter("sent_bytes", "Bytes sent on the wire (ciphertext with TLS).", "server", "bytes", "out"),
     _counter("rejections", "Requests the server answered itself, by status code.", "server", "rejections", label="code"),
