@@ -645,6 +645,9 @@ async def main():
         c.setblocking(False)
         answers.append(await loop.sock_recv(c, 100))
         c.close()
+    # asyncio does not cancel its accept-retry timer on close (the retry
+    # then fails on the closed socket): let any retry run while it is open.
+    await asyncio.sleep(1.1)
     server.close()
     await server.wait_closed()
     print(json.dumps({
