@@ -62,13 +62,17 @@ class BenchEnv:
         """Why a process of `contender` that imported its module from
         `module_file` did not run the intended build; None when it did.
         A contender with an overlay must import from it, any other contender
-        must not import from any overlay."""
+        must not import from any overlay. A process that does not say (a
+        peer's own server command: granian, uvicorn) passes unless it has an
+        overlay: only an overlay's contender gets one on its PYTHONPATH."""
         if not self.overlays:
             return None
+        overlay = self.overlays.get(contender)
         if module_file is None:
+            if overlay is None:
+                return None
             return "the process did not say where it imported its loop from"
         where = Path(module_file).resolve()
-        overlay = self.overlays.get(contender)
         if overlay is not None and not where.is_relative_to(overlay.resolve()):
             return f"imported {where}, not the baseline wheel's copy under {overlay}"
         for other, path in self.overlays.items():

@@ -15,13 +15,13 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 
 use loop_core::executor::{Async, Handle, Runtime};
-use loop_http::{
-    BodyFraming, BodyRead, ConnectionConfig, DateCache, Phase, ResponsePart, ServerConnection, Step,
-};
+use loop_http::{BodyFraming, ConnectionConfig, DateCache, Phase, ServerConnection, Step};
 use std::sync::Arc;
 
-const BODY: &[u8] = b"Hello, World!";
-const SERVER: &[u8] = b"ferroloop";
+#[path = "shared/exchange.rs"]
+mod exchange;
+use exchange::{read_to_end, respond, SERVER};
+
 const READ_SIZE: usize = 64 * 1024;
 
 fn main() -> io::Result<()> {
@@ -122,41 +122,6 @@ async fn serve(stream: Async<TcpStream>, config: Arc<ConnectionConfig>) -> io::R
         }
         conn.receive(&buf[..n]);
     }
-}
-
-/// Take what body has arrived: `Some(true)` once all of it has, `None`
-/// when the exchange is over.
-fn read_to_end(conn: &mut ServerConnection, id: u64, out: &mut Vec<u8>) -> Option<bool> {
-    loop {
-        match conn.read_body(id, out) {
-            BodyRead::Data(_, true) => {}
-            BodyRead::Data(_, false) => return Some(true),
-            BodyRead::Wait { .. } => return Some(false),
-            BodyRead::Disconnect => return None,
-        }
-    }
-}
-
-/// Append the response.
-fn respond(conn: &mut ServerConnection, id: u64, out: &mut Vec<u8>, date: &[u8]) -> io::Result<()> {
-    let headers = [
-        (&b"content-type"[..], &b"text/plain"[..]),
-        (b"content-length", b"13"),
-    ];
-    let start = ResponsePart::Start {
-        status: 200,
-        headers,
-        trailers: false,
-    };
-    conn.send(id, out, start, Some(date), Some(SERVER), 0.0)
-        .map_err(io::Error::other)?;
-    let body = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: BODY,
-        more: false,
-    };
-    conn.send(id, out, body, Some(date), Some(SERVER), 0.0)
-        .map_err(io::Error::other)?;
-    Ok(())
 }
 
 async fn write_all(stream: &Async<TcpStream>, mut data: &[u8]) -> io::Result<()> {

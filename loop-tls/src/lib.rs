@@ -1,6 +1,5 @@
 //! ferroloop's TLS server session, sans-IO: a rustls 0.23 server connection
-//! (the **ring** provider, passed explicitly; aws-lc-rs with the `aws-lc-rs`
-//! feature) as a byte-stream layer.
+//! (the **ring** provider, passed explicitly) as a byte-stream layer.
 //! Ciphertext in, plaintext out; plaintext in, ciphertext out; no sockets,
 //! no Python, no dependency on the other loop crates (DESIGN.md §1). The
 //! glue that puts a [`TlsSession`] behind `loop_transports::ByteLayer`

@@ -18,16 +18,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loop_core::executor::{Async, Handle, Runtime};
-use loop_http::{
-    BodyFraming, BodyRead, ConnectionConfig, DateCache, Phase, ResponsePart, ServerConnection, Step,
-};
+use loop_http::{BodyFraming, ConnectionConfig, DateCache, Phase, ServerConnection, Step};
 use loop_tls::{TlsConfig, TlsSession, TlsSettings};
 use loop_transports::{ByteLayer, Eof, LayerError};
 
+#[path = "../../../loop-http/examples/shared/exchange.rs"]
+mod exchange;
 mod wss;
+pub(crate) use exchange::SERVER;
+use exchange::{read_to_end, respond};
 
-const BODY: &[u8] = b"Hello, World!";
-pub(crate) const SERVER: &[u8] = b"ferroloop";
 const READ_SIZE: usize = 64 * 1024;
 
 #[allow(dead_code)] // the test includes this file and calls `run` only
@@ -287,40 +287,6 @@ fn http(
             return Ok(Next::Wait);
         }
     }
-}
-
-/// Take what body has arrived: `Some(true)` once all of it has, `None`
-/// when the exchange is over.
-fn read_to_end(conn: &mut ServerConnection, id: u64, out: &mut Vec<u8>) -> Option<bool> {
-    loop {
-        match conn.read_body(id, out) {
-            BodyRead::Data(_, true) => {}
-            BodyRead::Data(_, false) => return Some(true),
-            BodyRead::Wait { .. } => return Some(false),
-            BodyRead::Disconnect => return None,
-        }
-    }
-}
-
-fn respond(conn: &mut ServerConnection, id: u64, out: &mut Vec<u8>, date: &[u8]) -> io::Result<()> {
-    let headers = [
-        (&b"content-type"[..], &b"text/plain"[..]),
-        (b"content-length", b"13"),
-    ];
-    let start = ResponsePart::Start {
-        status: 200,
-        headers,
-        trailers: false,
-    };
-    conn.send(id, out, start, Some(date), Some(SERVER), 0.0)
-        .map_err(io::Error::other)?;
-    let body = ResponsePart::Body::<[(&[u8], &[u8]); 0]> {
-        data: BODY,
-        more: false,
-    };
-    conn.send(id, out, body, Some(date), Some(SERVER), 0.0)
-        .map_err(io::Error::other)?;
-    Ok(())
 }
 
 pub(crate) async fn write_all(stream: &Async<TcpStream>, mut data: &[u8]) -> io::Result<()> {
