@@ -28,6 +28,7 @@ import pytest
 import trustme
 
 import _tls
+from tls_apps import echo_messages, lifespan
 from _helpers import PROJECT_ROOT, PROMPT, ServerProcess, child_env, free_port
 
 ferroloop = pytest.importorskip("ferroloop")
@@ -41,13 +42,8 @@ BIG = 10 * 1024 * 1024
 
 async def app(scope, receive, send):
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
+        return
     if scope["type"] == "websocket":
         await websocket(scope, receive, send)
         return
@@ -77,14 +73,7 @@ async def websocket(scope, receive, send):
     await send({"type": "websocket.accept"})
     tls = scope["extensions"].get("tls")
     await send({"type": "websocket.send", "text": json.dumps({"scheme": scope["scheme"], "tls": tls is not None})})
-    while True:
-        message = await receive()
-        if message["type"] == "websocket.disconnect":
-            return
-        if message.get("text") is not None:
-            await send({"type": "websocket.send", "text": message["text"]})
-        else:
-            await send({"type": "websocket.send", "bytes": message["bytes"]})
+    await echo_messages(receive, send)
 
 
 def _pattern(n: int) -> bytes:

@@ -65,6 +65,11 @@ async def _echo(scope, receive, send) -> None:
     if scope["path"] == "/scope":
         # First message: what the scope said (the scheme, the extension).
         await send({"type": "websocket.send", "text": json.dumps({"scheme": scope["scheme"], "tls": _tls_summary(scope)})})
+    await echo_messages(receive, send)
+
+
+async def echo_messages(receive, send) -> None:
+    """Send every WebSocket message back as it came, until the disconnect."""
     while True:
         message = await receive()
         if message["type"] == "websocket.disconnect":
@@ -75,15 +80,21 @@ async def _echo(scope, receive, send) -> None:
             await send({"type": "websocket.send", "bytes": message["bytes"]})
 
 
+async def lifespan(receive, send) -> None:
+    """Complete startup and shutdown."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 async def app(scope, receive, send) -> None:
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
+        return
     if scope["type"] == "websocket":
         await _echo(scope, receive, send)
         return
