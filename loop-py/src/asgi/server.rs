@@ -24,6 +24,12 @@ use std::sync::Arc;
 
 /// Connections accepted per readiness event before the loop moves on.
 const ACCEPT_BATCH: usize = 64;
+/// The same for a listener shared with other processes (pre-fork workers):
+/// a worker that took a whole burst in one batch would leave its siblings
+/// idle, so each takes one per wake-up and lets the others' loops (all
+/// woken: `EPOLLEXCLUSIVE` measured less even) take the rest. Measured in
+/// docs/decisions.md ("accept spread").
+const SHARED_ACCEPT_BATCH: usize = 1;
 /// How long accepting pauses after the process ran out of fds.
 const ACCEPT_BACKOFF: f64 = 1.0;
 
@@ -281,12 +287,20 @@ impl HttpServer {
     }
 
     /// Start accepting on a bound, listening, non-blocking socket's fd
-    /// (the caller keeps the socket object and closes it).
-    fn listen(slf: &Bound<'_, Self>, fd: RawFd, tcp: bool) -> PyResult<()> {
+    /// (the caller keeps the socket object and closes it). `shared`: other
+    /// processes accept from the same listener (workers): one connection
+    /// per wake-up, so a burst spreads over them.
+    #[pyo3(signature = (fd, tcp, shared = false))]
+    fn listen(slf: &Bound<'_, Self>, fd: RawFd, tcp: bool, shared: bool) -> PyResult<()> {
         // SAFETY: the Python server keeps the socket object open until
         // after `stop_accepting`, which forgets the fd here.
         let borrowed = unsafe { IoFd::borrow_raw(fd) };
-        let core = ListenerCore::new(borrowed, ACCEPT_BATCH).map_err(|e| os_error(&e.into()))?;
+        let batch = if shared {
+            SHARED_ACCEPT_BATCH
+        } else {
+            ACCEPT_BATCH
+        };
+        let core = ListenerCore::new(borrowed, batch).map_err(|e| os_error(&e.into()))?;
         slf.borrow_mut().listeners.push(Listener {
             core,
             tcp,

@@ -182,8 +182,12 @@ class Server:
             if gc.get_freeze_count() == 0:
                 gc.freeze()
                 self._froze_gc = True
+            # Sockets handed in are the caller's and may be served by other
+            # processes too (the supervisor's and gunicorn's workers): shared
+            # listeners take small accept batches so a burst spreads.
+            shared = sockets is not None
             for sock in self.sockets:
-                self._native.listen(sock.fileno(), sock.family in (socket.AF_INET, socket.AF_INET6))
+                self._native.listen(sock.fileno(), sock.family in (socket.AF_INET, socket.AF_INET6), shared)
             self.started = True
             if config.metrics_port is not None and not self._is_worker:
                 # its own listener, on this loop: worker "0" (a supervisor serves it for its workers)
