@@ -135,7 +135,11 @@ fn close_code_index(code: u16) -> usize {
 fn close_code_label(index: usize) -> String {
     match index.checked_sub(CLOSE_REGISTERED) {
         None => (usize::from(CLOSE_FIRST) + index).to_string(),
-        Some(group) => CLOSE_GROUPS.get(group).copied().unwrap_or("other").to_owned(),
+        Some(group) => CLOSE_GROUPS
+            .get(group)
+            .copied()
+            .unwrap_or("other")
+            .to_owned(),
     }
 }
 
@@ -446,11 +450,31 @@ mod tests {
     #[test]
     fn close_codes_are_counted_by_registered_code_or_group() {
         let c = CloseCodes::default();
-        for code in [1000, 1000, 1015, 1016, 2999, 3000, 3999, 4000, 4001, 4999, 5000, 0, u16::MAX] {
+        for code in [
+            1000,
+            1000,
+            1015,
+            1016,
+            2999,
+            3000,
+            3999,
+            4000,
+            4001,
+            4999,
+            5000,
+            0,
+            u16::MAX,
+        ] {
             c.bump(code);
         }
         let got: Vec<(String, u64)> = c.snapshot().collect();
-        let want = [("1000", 2), ("1015", 1), ("application", 2), ("private", 3), ("other", 5)];
+        let want = [
+            ("1000", 2),
+            ("1015", 1),
+            ("application", 2),
+            ("private", 3),
+            ("other", 5),
+        ];
         let want: Vec<(String, u64)> = want.iter().map(|(l, n)| (l.to_string(), *n)).collect();
         assert_eq!(got, want);
         // Every label there is: the registered codes and the three groups.
