@@ -50,10 +50,10 @@ def test_sighups_during_a_rolling_restart_queue_one_more(spawn, tmp_path):
     hold.touch()  # new workers wait in their startup: the restart stays running
     server.send_signal(signal.SIGHUP)
     server.wait_workers(3)  # the first replacement, held
-    server.send_signal(signal.SIGHUP)
-    server.send_signal(signal.SIGHUP)
-    wait_for(lambda: server.output().count("a rolling restart is running; another one follows it") == 2,
-             lambda: f"the SIGHUPs during the restart were not taken:\n{server.output()}")
+    for n in (1, 2):  # one at a time: the kernel merges a signal into a pending one
+        server.send_signal(signal.SIGHUP)
+        wait_for(lambda: server.output().count("a rolling restart is running; another one follows it") == n,
+                 lambda: f"SIGHUP {n} during the restart not taken:\n{server.output()}")
     hold.unlink()
     # Two restarts (the second for both SIGHUPs): each retires two workers.
     wait_for(lambda: server.output().count("SIGHUP restart (exit code 0)") == 4,
