@@ -630,8 +630,8 @@ class MetricsSource:
             answered = replies.get(label)
             entry: dict[str, Any]
             if answered is None:
-                w = sup.slots.get(int(label))
-                entry = {"pid": w.pid if w is not None else None, "healthy": False}
+                serving = sup.slots.get(int(label))
+                entry = {"pid": serving.pid if serving is not None else None, "healthy": False}
             else:
                 w, reply = answered
                 entry = {"pid": reply.get("pid", w.pid), "healthy": healthy}
