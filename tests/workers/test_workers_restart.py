@@ -155,19 +155,23 @@ def test_one_ctrl_c_lets_a_worker_handing_over_finish(spawn, tmp_path):
     SIGHUP) must not take it as a second Ctrl-C and cut its requests."""
     marks = tmp_path / "marks"
     marks.mkdir()
-    env = {"WAPP_MARKS": str(marks), "WAPP_SLOW": "8"}
+    gate = tmp_path / "gate"
+    gate.touch()  # the slow request answers once this is gone
+    env = {"WAPP_MARKS": str(marks), "WAPP_SLOW_GATE": str(gate)}
     server = spawn("--workers", "2", "--timeout-graceful-shutdown", "60", env=env)
     old = server.wait_workers(2)
     threads, results = slow_requests(server, 1, marks)
     slow_pid = int((marks / "r0").read_text())
     server.send_signal(signal.SIGHUP)
     # Both replaced; the slow request's worker drains, holding it.
-    wait_for(lambda: len(server.workers() - old) == 2 and alive(slow_pid),
-             lambda: f"no replacements:\n{server.output()}")
+    wait_for(lambda: len(server.workers() - old) == 2, lambda: f"no replacements:\n{server.output()}")
     server.wait_output("Waiting for connections to close")
     for pid in {server.pid} | server.workers():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGINT)
+    # The parent stops every other worker; the one handing over still runs.
+    wait_for(lambda: server.workers() <= {slow_pid}, lambda: f"{server.workers()} vs {slow_pid}:\n{server.output()}")
+    gate.unlink()
     for thread in threads:
         thread.join(EVENT_TIMEOUT)
     assert results == [(200, "slow done")], f"{results}\n{server.output()}"

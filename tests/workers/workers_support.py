@@ -53,6 +53,7 @@ EVENT_TIMEOUT = 40.0
 #:   WAPP_IMPORTS       a directory where each import writes import-<pid>
 #:   WAPP_HOLD          a path: while it exists, a lifespan startup waits
 #:                      (new workers are held before they report ready)
+#:   WAPP_SLOW_GATE     a path: /slow answers once it is gone (not after WAPP_SLOW)
 APP_SOURCE = '''
 import asyncio, os
 
@@ -119,7 +120,12 @@ async def app(scope, receive, send):
             name = scope["query_string"].decode() or "slow"
             with open(os.path.join(marks, name), "w") as f:
                 f.write(str(os.getpid()))
-        await asyncio.sleep(float(os.environ.get("WAPP_SLOW", "2")))
+        gate = os.environ.get("WAPP_SLOW_GATE")
+        if gate:
+            while os.path.exists(gate):
+                await asyncio.sleep(0.05)
+        else:
+            await asyncio.sleep(float(os.environ.get("WAPP_SLOW", "2")))
         body = "slow done"
     elif path == "/spin":
         while True:  # blocks this worker's loop for good
