@@ -322,12 +322,28 @@ def test_websocket_sessions_messages_and_close_codes(start_server):
     websocket = got["websocket"]
     assert websocket["sessions_total"] == 2
     assert (websocket["messages_in"], websocket["messages_out"]) == (6, 5)
-    assert websocket["close_codes"] == {"1000": 1, "4001": 1}
+    # A private-use code counts in its group (the labels stay bounded).
+    assert websocket["close_codes"] == {"1000": 1, "private": 1}
     # The handshakes are GET requests answered 101.
     assert got["requests"]["by_method"]["GET"] == 2
     assert got["requests"]["by_status"]["1xx"] == 2
     assert got["connections"]["accepted"] == 2
     assert got["bytes"]["in"] > 5 * 100 and got["bytes"]["out"] > 5 * 100
+
+
+def test_close_codes_a_client_picks_count_in_bounded_groups(start_server):
+    from websockets.sync.client import connect
+
+    srv = start_server(ws_app, lifespan="off")
+    url = f"ws://{srv.host}:{srv.port}/echo"
+    codes = (1001, 3000, 3999, 4000, 4567, 4999)
+    for code in codes:
+        with connect(url, open_timeout=IO_TIMEOUT, close_timeout=IO_TIMEOUT) as ws:
+            ws.send("x")
+            assert ws.recv(timeout=IO_TIMEOUT) == "x"
+            ws.close(code=code)
+    got = wait_stats(srv, lambda s: sum(s["websocket"]["close_codes"].values()) == len(codes))
+    assert got["websocket"]["close_codes"] == {"1001": 1, "application": 2, "private": 3}
 
 
 UPGRADE = [

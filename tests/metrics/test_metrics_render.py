@@ -197,6 +197,25 @@ def test_unhealthy_worker(listener):
     samples, _ = scrape(url)
     assert samples.value("ferroloop_worker_healthy", worker="1") == 1
     assert samples.value("ferroloop_worker_healthy", worker="2") == 0
+    workers = httpx.get(url + "/stats", timeout=TIMEOUT).json()["workers"]
+    assert (workers["1"]["healthy"], workers["2"]["healthy"]) == (True, False)
+
+
+def test_a_worker_that_did_not_answer_is_unhealthy_everywhere(listener):
+    """The supervisor's entry for a worker with no answer (or a slot whose
+    worker restarts): a pid and `healthy: false`, no counters."""
+    source, url = listener
+    source.workers.append(("3", {"pid": 103, "healthy": False}))
+    source.ok, source.unhealthy = False, ["3"]
+    samples, _ = scrape(url)
+    assert samples.value("ferroloop_worker_healthy", worker="3") == 0
+    assert samples.value("ferroloop_worker_healthy", worker="1") == 1
+    assert [name for name, labels in samples if ("worker", "3") in labels] == ["ferroloop_worker_healthy"]
+    doc = httpx.get(url + "/stats", timeout=TIMEOUT).json()
+    assert doc["workers"]["3"] == {"pid": 103, "healthy": False}
+    assert doc["total"]["loop"]["ticks"] == 300  # the two that answered
+    health = httpx.get(url + "/healthz", timeout=TIMEOUT)
+    assert health.status_code == 503 and health.json()["unhealthy"] == ["3"]
 
 
 def test_healthz_ok(listener):

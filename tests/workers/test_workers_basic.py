@@ -1,7 +1,8 @@
 """`--workers N` as an operator uses it: how many workers run
 (`--workers`, `WEB_CONCURRENCY`, `0`/`auto`), uvicorn's process log lines,
 SIGTERM stopping every worker, SIGTTIN/SIGTTOU, `--pid-file`, `--uds`
-with `--uds-permissions`, and systemd socket activation (`LISTEN_FDS`)."""
+with `--uds-permissions`, systemd socket activation (`LISTEN_FDS`), and
+what a worker inherits (the listener, not the parent's signal sockets)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 import httpx
 import pytest
 
-from workers_support import alive, listening_socket, server_command, wait_for
+from workers_support import alive, fd_targets, listening_socket, listening_sockets, server_command, wait_for
 
 
 def test_two_workers_answer_and_sigterm_stops_them_all(spawn):
@@ -28,6 +29,20 @@ def test_two_workers_answer_and_sigterm_stops_them_all(spawn):
     for pid in pids:
         assert f"Started server process [{pid}]" in out, out
     assert f"Stopping parent process [{server.pid}]" in out, out
+
+
+def test_a_worker_shares_only_the_listener_with_the_parent(spawn):
+    """After the fork a worker closes what is the parent's: its signal
+    wake-up socketpair, its other workers' control channels. What stays
+    shared is the listening socket the workers accept on."""
+    server = spawn("--workers", "2")
+    pids = server.wait_workers(2)
+    listeners = listening_sockets(server.port)
+    assert len(listeners) == 1, listeners
+    parent = fd_targets(server.pid, "socket")
+    assert listeners <= parent
+    for pid in pids:
+        assert fd_targets(pid, "socket") & parent == listeners, (pid, server.output())
 
 
 def test_web_concurrency_sets_the_default(spawn):

@@ -1,15 +1,19 @@
 """`--reload`: a changed file restarts the worker with the new code; a
 syntax error keeps the watcher alive and logs the error, and fixing the
-file brings the app back; `--reload-include`/`--reload-exclude` choose
-the files; reload wins over `--workers` with a warning."""
+file brings the app back; a change while a reload is starting its worker
+reloads again; `--reload-include`/`--reload-exclude` choose the files;
+reload wins over `--workers` with a warning; a watcher that exits leaves
+no pipe open in the supervisor."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import httpx
 
-from workers_support import APP_SOURCE, wait_for
+from workers_support import APP_SOURCE, fd_targets, wait_for
 
 
 def version(server) -> str | None:
@@ -41,10 +45,10 @@ def wait_version(server, want: str, app, text: str) -> None:
                  lambda: f"still {version(server)!r}, want {want!r}:\n{server.output()}")
 
 
-def reloading(spawn, *args: str):
+def reloading(spawn, *args: str, **kwargs):
     """A --reload server, once its reloader process said who it is (it
     is no worker; the port may accept before that line is written)."""
-    server = spawn("--reload", "--reload-delay", "0.1", *args)
+    server = spawn("--reload", "--reload-delay", "0.1", *args, **kwargs)
     server.wait_output("Started reloader process")
     return server
 
@@ -81,3 +85,42 @@ def test_reload_include_and_exclude(spawn, app_dir):
     server.wait_workers(1, not_in=second)
     assert "skip_me.py" not in server.output(), server.output()
     assert version(server) == "v1"
+
+
+def test_a_change_while_a_reload_starts_its_worker_reloads_again(spawn, app_dir, tmp_path):
+    hold = tmp_path / "hold"
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    server = reloading(spawn, env={"WAPP_HOLD": str(hold), "WAPP_IMPORTS": str(imports)})
+    first = server.wait_workers(1)
+    app = app_dir / "wapp.py"
+    hold.touch()  # the reload's new worker imports v2, then waits in its startup
+    keep_writing(app, APP_SOURCE.replace('VERSION = "v1"', 'VERSION = "v2"'), lambda: len(server.workers()) == 2,
+                 lambda: f"no new worker for v2:\n{server.output()}")
+    (new,) = server.workers() - first
+    wait_for(lambda: (imports / f"import-{new}").exists(), lambda: f"worker {new} did not import:\n{server.output()}")
+    # v3 while that worker is held; later.py after it, so once the
+    # supervisor names later.py it has been told about v3 too.
+    app.write_text(APP_SOURCE.replace('VERSION = "v1"', 'VERSION = "v3"'))
+    (app_dir / "later.py").write_text("x = 1\n")
+    server.wait_output("later.py")
+    assert version(server) == "v1"  # the old worker serves until the new one is ready
+    hold.unlink()
+    wait_for(lambda: version(server) == "v3", lambda: f"still {version(server)!r}, want 'v3':\n{server.output()}")
+    assert "Restarting the workers again" in server.output()
+    assert server.stop() == 0
+
+
+def test_a_watcher_that_exits_leaves_no_pipe_open(spawn):
+    server = reloading(spawn)
+    (worker,) = server.wait_workers(1)
+    (watcher,) = server.reloaders()
+    # The pipe the watcher writes its changes to: the supervisor reads it,
+    # the worker has no end of it.
+    pipe = (fd_targets(server.pid, "pipe") & fd_targets(watcher, "pipe")) - fd_targets(worker, "pipe")
+    assert len(pipe) == 1, (pipe, server.output())
+    os.kill(watcher, signal.SIGKILL)
+    server.wait_output("The reload watcher process exited")
+    wait_for(lambda: not pipe & fd_targets(server.pid, "pipe"), lambda: f"{pipe} still open in the supervisor")
+    assert version(server) == "v1"  # the server lives on, without reload
+    assert server.stop() == 0

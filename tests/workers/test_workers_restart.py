@@ -1,10 +1,14 @@
 """Restarts without dropping a request: SIGHUP's rolling restart and the
 recycling of workers (`--limit-max-requests`, `--workers-max-rss`)
-under load with zero failed requests; SIGTERM draining slow requests in
-flight; a second SIGINT stopping at once."""
+under load with zero failed requests; SIGHUPs during a rolling restart
+queueing one more; SIGTERM draining slow requests in flight; one Ctrl-C
+letting a worker that hands over finish; a second SIGINT stopping at
+once."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
 
@@ -36,6 +40,29 @@ def test_sighup_rolling_restart_under_load_drops_nothing(spawn):
         wait_for(only_new_workers_answer, lambda: f"old workers still answer: {load.pids_seen()} vs {new}")
     assert_clean(load)
     assert server.proc.poll() is None
+    assert server.stop() == 0
+
+
+def test_sighups_during_a_rolling_restart_queue_one_more(spawn, tmp_path):
+    hold = tmp_path / "hold"
+    server = spawn("--workers", "2", env={"WAPP_HOLD": str(hold)})
+    old = server.wait_workers(2)
+    hold.touch()  # new workers wait in their startup: the restart stays running
+    server.send_signal(signal.SIGHUP)
+    server.wait_workers(3)  # the first replacement, held
+    for n in (1, 2):  # one at a time: the kernel merges a signal into a pending one
+        server.send_signal(signal.SIGHUP)
+        wait_for(lambda: server.output().count("a rolling restart is running; another one follows it") == n,
+                 lambda: f"SIGHUP {n} during the restart not taken:\n{server.output()}")
+    hold.unlink()
+    # Two restarts (the second for both SIGHUPs): each retires two workers.
+    wait_for(lambda: server.output().count("SIGHUP restart (exit code 0)") == 4,
+             lambda: f"not two whole restarts:\n{server.output()}", timeout=90.0)
+    out = server.output()
+    assert out.count("Restarting the workers again") == 1, out
+    assert out.count("Started server process") == 6, out
+    assert not server.wait_workers(2) & old
+    assert httpx.get(server.base_url() + "/", timeout=EVENT_TIMEOUT).text == "hello"
     assert server.stop() == 0
 
 
@@ -120,3 +147,32 @@ def test_second_sigint_stops_at_once(spawn, tmp_path):
     server.send_signal(signal.SIGINT)
     server.wait_exit(timeout=EVENT_TIMEOUT)
     wait_for(lambda: not any(alive(p) for p in pids), lambda: f"workers left after the second SIGINT: {pids}")
+
+
+def test_one_ctrl_c_lets_a_worker_handing_over_finish(spawn, tmp_path):
+    """A Ctrl-C reaches the whole process group: the parent and every
+    worker get SIGINT. A worker already draining (handing over after a
+    SIGHUP) must not take it as a second Ctrl-C and cut its requests."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    gate = tmp_path / "gate"
+    gate.touch()  # the slow request answers once this is gone
+    env = {"WAPP_MARKS": str(marks), "WAPP_SLOW_GATE": str(gate)}
+    server = spawn("--workers", "2", "--timeout-graceful-shutdown", "60", env=env)
+    old = server.wait_workers(2)
+    threads, results = slow_requests(server, 1, marks)
+    slow_pid = int((marks / "r0").read_text())
+    server.send_signal(signal.SIGHUP)
+    # Both replaced; the slow request's worker drains, holding it.
+    wait_for(lambda: len(server.workers() - old) == 2, lambda: f"no replacements:\n{server.output()}")
+    server.wait_output("Waiting for connections to close")
+    for pid in {server.pid} | server.workers():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)
+    # The parent stops every other worker; the one handing over still runs.
+    wait_for(lambda: server.workers() <= {slow_pid}, lambda: f"{server.workers()} vs {slow_pid}:\n{server.output()}")
+    gate.unlink()
+    for thread in threads:
+        thread.join(EVENT_TIMEOUT)
+    assert results == [(200, "slow done")], f"{results}\n{server.output()}"
+    assert server.wait_exit(timeout=EVENT_TIMEOUT) == 0

@@ -51,6 +51,9 @@ EVENT_TIMEOUT = 40.0
 #:   WAPP_EXIT_AFTER    os._exit(1) this many seconds after startup
 #:   WAPP_MARKS         a directory where /slow writes a file when it starts
 #:   WAPP_IMPORTS       a directory where each import writes import-<pid>
+#:   WAPP_HOLD          a path: while it exists, a lifespan startup waits
+#:                      (new workers are held before they report ready)
+#:   WAPP_SLOW_GATE     a path: /slow answers once it is gone (not after WAPP_SLOW)
 APP_SOURCE = '''
 import asyncio, os
 
@@ -69,6 +72,9 @@ async def _lifespan(receive, send):
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            hold = os.environ.get("WAPP_HOLD")
+            while hold and os.path.exists(hold):
+                await asyncio.sleep(0.05)
             failure = os.environ.get("WAPP_STARTUP_FAIL")
             if failure:
                 await send({"type": "lifespan.startup.failed", "message": failure})
@@ -114,7 +120,12 @@ async def app(scope, receive, send):
             name = scope["query_string"].decode() or "slow"
             with open(os.path.join(marks, name), "w") as f:
                 f.write(str(os.getpid()))
-        await asyncio.sleep(float(os.environ.get("WAPP_SLOW", "2")))
+        gate = os.environ.get("WAPP_SLOW_GATE")
+        if gate:
+            while os.path.exists(gate):
+                await asyncio.sleep(0.05)
+        else:
+            await asyncio.sleep(float(os.environ.get("WAPP_SLOW", "2")))
         body = "slow done"
     elif path == "/spin":
         while True:  # blocks this worker's loop for good
@@ -313,6 +324,32 @@ class Load:
 
     def __exit__(self, *exc_info) -> None:
         self.finish()
+
+
+def fd_targets(pid: int, kind: str) -> set[str]:
+    """What `pid`'s open fds of one kind point at (`socket:[inode]`,
+    `pipe:[inode]`): the same string in two processes is one open file."""
+    found: set[str] = set()
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith(f"{kind}:["):
+                    found.add(target)
+    return found
+
+
+def listening_sockets(port: int) -> set[str]:
+    """The `socket:[inode]` of every TCP socket listening on `port`."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    found.add(f"socket:[{inode}]")
+    return found
 
 
 def listening_socket(family=socket.AF_INET) -> socket.socket:

@@ -69,6 +69,17 @@ class SignalHandlers:
         self._writer.close()
         self._reader = self._writer = None
 
+    def forget(self) -> None:
+        """In a forked child that never runs this loop again: close the
+        child's copies of the wake-up pair (the parent's stay open) and
+        drop the handles, without touching the loop or the signals (the
+        caller reset the interpreter's wake-up fd first)."""
+        for sock in (self._reader, self._writer):
+            if sock is not None:
+                sock.close()
+        self._reader = self._writer = None
+        self._handlers.clear()
+
     def _read_signals(self) -> None:
         assert self._reader is not None
         while True:

@@ -5,9 +5,9 @@
 //!
 //! Cost: an increment is a load, an add and a store, no locked instruction
 //! and no hashing. By-method and by-status counters are fixed arrays
-//! (a method's bytes are matched against the nine standard ones); only the
-//! rare WebSocket close codes and TLS alerts go to a small list behind a
-//! mutex. Bytes on the wire are not counted per write at all: the streams
+//! (a method's bytes are matched against the nine standard ones), and so
+//! are WebSocket close codes (by a bounded set of labels: a client picks
+//! its code); only the rare TLS alerts go to a small list behind a mutex. Bytes on the wire are not counted per write at all: the streams
 //! count them already (`StreamCore::stats`), the totals of closed
 //! connections are added here when they close, and a report adds the live
 //! connections' own counts.
@@ -43,8 +43,9 @@ impl Counter {
     }
 }
 
-/// Counters by a name known only at run time (close codes, alerts): few
-/// distinct names and rare events, so a list scanned under a mutex.
+/// Counters by a name known only at run time (TLS alerts, a fixed set of
+/// names the library defines): few distinct names and rare events, so a
+/// list scanned under a mutex.
 #[derive(Debug, Default)]
 pub(super) struct Named<K>(Mutex<Vec<(K, u64)>>);
 
@@ -89,6 +90,58 @@ const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 /// time, 413/414/431: limits, 500: the app failed before its response,
 /// 501/505: unsupported framing or version, 503: `limit_concurrency`).
 const REJECTIONS: [u16; 9] = [400, 408, 413, 414, 431, 500, 501, 503, 505];
+
+/// The close codes counted one by one: RFC 6455's (§7.4.1) and the rest of
+/// IANA's registered range, 1000–1015. Any other code a peer or the app
+/// may send counts in a group, so the labels stay bounded.
+const CLOSE_FIRST: u16 = 1000;
+const CLOSE_LAST: u16 = 1015;
+const CLOSE_REGISTERED: usize = (CLOSE_LAST - CLOSE_FIRST + 1) as usize;
+
+/// The groups, after the registered codes: 3000–3999 (registered with
+/// IANA by libraries and frameworks), 4000–4999 (private use), anything
+/// else (unassigned or reserved).
+const CLOSE_GROUPS: [&str; 3] = ["application", "private", "other"];
+
+const CLOSE_SLOTS: usize = CLOSE_REGISTERED + CLOSE_GROUPS.len();
+
+/// WebSocket sessions by the close code each ended with.
+#[derive(Debug, Default)]
+pub(super) struct CloseCodes([Counter; CLOSE_SLOTS]);
+
+impl CloseCodes {
+    pub(super) fn bump(&self, code: u16) {
+        self.0[close_code_index(code)].bump();
+    }
+
+    /// The label and count of each code or group seen, in slot order.
+    fn snapshot(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        self.0.iter().enumerate().filter_map(|(i, c)| {
+            let n = c.get();
+            (n > 0).then(|| (close_code_label(i), n))
+        })
+    }
+}
+
+fn close_code_index(code: u16) -> usize {
+    match code {
+        CLOSE_FIRST..=CLOSE_LAST => usize::from(code - CLOSE_FIRST),
+        3000..=3999 => CLOSE_REGISTERED,
+        4000..=4999 => CLOSE_REGISTERED + 1,
+        _ => CLOSE_REGISTERED + 2,
+    }
+}
+
+fn close_code_label(index: usize) -> String {
+    match index.checked_sub(CLOSE_REGISTERED) {
+        None => (usize::from(CLOSE_FIRST) + index).to_string(),
+        Some(group) => CLOSE_GROUPS
+            .get(group)
+            .copied()
+            .unwrap_or("other")
+            .to_owned(),
+    }
+}
 
 /// How a deadline ended a connection or session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,7 +217,7 @@ pub(super) struct ServerCounters {
     pub ws_ended: Counter,
     pub ws_messages_in: Counter,
     pub ws_messages_out: Counter,
-    pub ws_close_codes: Named<u16>,
+    pub ws_close_codes: CloseCodes,
     pub tls: TlsCounters,
 }
 
@@ -327,8 +380,8 @@ impl ServerCounters {
             ("messages_out", self.ws_messages_out.get()),
         ])?;
         let codes = PyDict::new(py);
-        for (code, n) in self.ws_close_codes.snapshot() {
-            codes.set_item(code.to_string(), n)?;
+        for (label, n) in self.ws_close_codes.snapshot() {
+            codes.set_item(label, n)?;
         }
         ws.set_item("close_codes", codes)?;
         dict.set_item("websocket", ws)?;
@@ -388,9 +441,45 @@ mod tests {
     #[test]
     fn named_counters_add_up_per_key() {
         let n = Named::default();
-        n.bump(1000u16);
-        n.bump(1001);
-        n.bump(1000);
-        assert_eq!(n.snapshot(), [(1000, 2), (1001, 1)]);
+        n.bump("bad_certificate");
+        n.bump("decode_error");
+        n.bump("bad_certificate");
+        assert_eq!(n.snapshot(), [("bad_certificate", 2), ("decode_error", 1)]);
+    }
+
+    #[test]
+    fn close_codes_are_counted_by_registered_code_or_group() {
+        let c = CloseCodes::default();
+        for code in [
+            1000,
+            1000,
+            1015,
+            1016,
+            2999,
+            3000,
+            3999,
+            4000,
+            4001,
+            4999,
+            5000,
+            0,
+            u16::MAX,
+        ] {
+            c.bump(code);
+        }
+        let got: Vec<(String, u64)> = c.snapshot().collect();
+        let want = [
+            ("1000", 2),
+            ("1015", 1),
+            ("application", 2),
+            ("private", 3),
+            ("other", 5),
+        ];
+        let want: Vec<(String, u64)> = want.iter().map(|(l, n)| (l.to_string(), *n)).collect();
+        assert_eq!(got, want);
+        // Every label there is: the registered codes and the three groups.
+        let labels: Vec<String> = (0..CLOSE_SLOTS).map(close_code_label).collect();
+        assert_eq!(labels.len(), CLOSE_SLOTS);
+        assert_eq!((labels[0].as_str(), labels[15].as_str()), ("1000", "1015"));
     }
 }

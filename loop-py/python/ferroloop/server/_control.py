@@ -29,6 +29,31 @@ logger = logging.getLogger("ferroloop.error")
 #: A line longer than this is a broken peer, not a message.
 MAX_LINE = 16 * 1024 * 1024
 
+#: How long `Channel.send` blocks to finish a message the socket took in part.
+FINISH_TIMEOUT = 1.0
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One message as the channel's framing: a JSON object and a newline."""
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def send_blocking(sock: socket.socket, message: dict[str, Any], timeout: float) -> bool:
+    """Write one message whole on a socket no loop reads for us (a worker
+    reporting a startup failure before its loop runs); False if it could
+    not within `timeout` seconds."""
+    return _send_all(sock, encode(message), timeout)
+
+
+def _send_all(sock: socket.socket, data: bytes, timeout: float) -> bool:
+    # settimeout makes the socket blocking, with a deadline per call.
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(data)
+    except OSError:
+        return False
+    return True
+
 
 class Channel:
     """One end of a control socketpair, read on `loop`: each complete line
@@ -55,7 +80,7 @@ class Channel:
         """Queue one message; False if the peer is gone or not reading."""
         if self.closed:
             return False
-        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        data = encode(message)
         try:
             sent = self.sock.send(data)
         except (BlockingIOError, InterruptedError):
@@ -66,16 +91,10 @@ class Channel:
         if sent < len(data):
             # Rare (a full buffer mid-message): finish it blocking briefly
             # rather than leaving half a line that breaks the framing.
-            try:
-                self.sock.setblocking(True)
-                self.sock.settimeout(1.0)
-                self.sock.sendall(data[sent:])
-            except OSError:
+            if not _send_all(self.sock, data[sent:], FINISH_TIMEOUT):
                 self.close()
                 return False
-            finally:
-                if not self.closed:
-                    self.sock.setblocking(False)
+            self.sock.setblocking(False)
         return True
 
     def _readable(self) -> None:

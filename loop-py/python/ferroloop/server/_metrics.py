@@ -46,12 +46,14 @@ class MetricsSource(Protocol):
 
     async def snapshot(self) -> list[tuple[str, dict[str, Any]]]:
         """One `(worker label, {"pid": .., "loop": loop.stats(), "server":
-        Server.stats()})` per worker."""
+        Server.stats()})` per worker; an entry may carry `"healthy":
+        False` (then it may have no counters: a worker that did not answer)."""
         ...
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Healthy?, and the detail `/healthz` shows (`workers`,
-        `unhealthy`: the labels of workers that failed their check, ...)."""
+        `unhealthy`: the labels of the workers that are not healthy, the
+        ones `ferroloop_worker_healthy` reports 0 for, ...)."""
         ...
 
 
@@ -90,7 +92,9 @@ async def _metrics(source: MetricsSource) -> Response:
 
 
 async def _stats(source: MetricsSource) -> Response:
-    return 200, _JSON, _json(_prometheus.stats_document(await source.snapshot()))
+    snapshot = await source.snapshot()
+    _, detail = source.health()
+    return 200, _JSON, _json(_prometheus.stats_document(snapshot, detail.get("unhealthy", ())))
 
 
 async def _healthz(source: MetricsSource) -> Response:

@@ -5,13 +5,16 @@ Both render what a metrics source's `snapshot()` returns: one
 `(worker label, {"pid": .., "loop": loop.stats(), "server":
 Server.stats()})` per worker. Prometheus gets one sample per worker (label
 `worker`), never a sum: a query sums with `sum without (worker)`. A key a
-snapshot lacks (TLS off, an older worker) renders no sample.
+snapshot lacks (TLS off, an older worker) renders no sample. An entry may
+say `"healthy": False` (the supervisor's, for a worker that did not answer
+or a slot whose worker is restarting: then it has no counters); every
+entry gets its `ferroloop_worker_healthy` sample.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +102,8 @@ def render(snapshot: Snapshot, unhealthy: Iterable[str] = ()) -> str:
     lines: list[str] = []
     _family(
         lines,
-        Family("worker_healthy", "gauge", "1 if the worker answers its health check, else 0.", ()),
-        [((("worker", label),), 0 if label in failed else 1) for label, _ in snapshot],
+        Family("worker_healthy", "gauge", "1 if the worker is ready and answers its health checks, else 0.", ()),
+        [((("worker", label),), int(is_healthy(label, entry, failed))) for label, entry in snapshot],
     )
     for family in FAMILIES:
         samples = []
@@ -117,6 +120,12 @@ def render(snapshot: Snapshot, unhealthy: Iterable[str] = ()) -> str:
                         samples.append((worker + ((family.label, key[len(family.prefix) :]),), value[key]))
         _family(lines, family, samples)
     return "".join(lines)
+
+
+def is_healthy(label: str, entry: Mapping[str, Any], unhealthy: Collection[str]) -> bool:
+    """A worker's verdict, the same in /metrics and /stats: its entry's
+    `healthy` (true when it has none) and not among `unhealthy`."""
+    return entry.get("healthy", True) is not False and label not in unhealthy
 
 
 def _family(lines: list[str], family: Family, samples: list[tuple[tuple[tuple[str, str], ...], Any]]) -> None:
@@ -161,13 +170,15 @@ def _escape_label(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def stats_document(snapshot: Snapshot) -> dict[str, Any]:
-    """`/stats`: {"workers": {label: entry}, "total": the entries' numbers
-    summed (loop utilization recomputed from the summed seconds)}."""
-    workers = {label: dict(entry) for label, entry in snapshot}
+def stats_document(snapshot: Snapshot, unhealthy: Iterable[str] = ()) -> dict[str, Any]:
+    """`/stats`: {"workers": {label: entry with its `healthy`}, "total":
+    the entries' numbers summed (loop utilization recomputed from the
+    summed seconds)}."""
+    failed = set(unhealthy)
+    workers = {label: {**entry, "healthy": is_healthy(label, entry, failed)} for label, entry in snapshot}
     total: dict[str, Any] = {}
     for entry in workers.values():
-        _add(total, {key: value for key, value in entry.items() if key != "pid"})
+        _add(total, {key: value for key, value in entry.items() if key not in ("pid", "healthy")})
     loop = total.get("loop")
     if isinstance(loop, dict) and "utilization" in loop:
         spent = loop.get("busy_seconds", 0.0) + loop.get("poll_seconds", 0.0)

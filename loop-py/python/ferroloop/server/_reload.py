@@ -115,30 +115,26 @@ class Watcher:
         self._buffer = b""
 
     def start(self) -> None:
-        from ._worker import CHILD_SIGNALS, reset_signals_in_child
+        from ._fork import fork_child
 
         read_fd, write_fd = os.pipe()
-        signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)
+
+        def watcher() -> int:
+            os.close(read_fd)
+            self._forget_in_child()
+            try:
+                watch_forever(self._config, write_fd)
+            except Exception:
+                logger.exception("The reload watcher failed")
+                return 1
+            return 0
+
         try:
-            pid = os.fork()
+            pid = fork_child(self._loop, watcher)
         except BaseException:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
             os.close(read_fd)
             os.close(write_fd)
             raise
-        if pid == 0:  # the watcher process: never returns
-            code = 0
-            try:
-                reset_signals_in_child()
-                os.close(read_fd)
-                self._forget_in_child()
-                watch_forever(self._config, write_fd)
-            except BaseException:  # noqa: BLE001 - the process ends here either way
-                logger.exception("The reload watcher failed")
-                code = 1
-            finally:
-                os._exit(code)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
         os.close(write_fd)
         self._pid = pid
         self._pidfd = os.pidfd_open(pid)
@@ -154,9 +150,11 @@ class Watcher:
             data = os.read(self._read_fd, 65536)
         except (BlockingIOError, InterruptedError):
             return
+        except OSError:
+            data = b""
         if not data:
             logger.error("The reload watcher process exited: files are no longer watched")
-            self._loop.remove_reader(self._read_fd)
+            self._close_pipe()
             return
         self._buffer += data
         *lines, self._buffer = self._buffer.split(b"\n")
@@ -166,13 +164,20 @@ class Watcher:
                 if isinstance(paths, list) and paths:
                     self._on_changes([str(p) for p in paths])
 
-    def stop(self) -> None:
+    def _close_pipe(self) -> None:
         if self._read_fd < 0:
             return
         with contextlib.suppress(ValueError, OSError, RuntimeError):
             self._loop.remove_reader(self._read_fd)
         os.close(self._read_fd)
         self._read_fd = -1
+
+    def stop(self) -> None:
+        """Stop watching and end the watcher process (also after it exited
+        on its own: it is reaped here)."""
+        self._close_pipe()
+        if self._pidfd < 0:
+            return
         with contextlib.suppress(OSError):
             signal.pidfd_send_signal(self._pidfd, signal.SIGTERM)
         with contextlib.suppress(ChildProcessError, OSError):

@@ -34,6 +34,19 @@ ClientDisconnected.__module__ = "ferroloop"
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+class WebSocketStats(TypedDict):
+    """`Server.stats()["websocket"]`. `close_codes`: sessions by the code
+    they ended with, the registered codes ("1000" … "1015") one by one and
+    any other in a group: "application" (3000–3999), "private"
+    (4000–4999), "other"; only what was seen is a key."""
+
+    sessions_open: int
+    sessions_total: int
+    messages_in: int
+    messages_out: int
+    close_codes: dict[str, int]
+
+
 class ServerStats(TypedDict, total=False):
     """`Server.stats()`: nested dicts of counters (ints), by family (no
     keys before the server started)."""
@@ -44,7 +57,7 @@ class ServerStats(TypedDict, total=False):
     rejections: dict[str, int]
     timeouts: dict[str, int]
     app_exceptions: int
-    websocket: dict[str, Any]
+    websocket: WebSocketStats
     tls: dict[str, Any]
 
 

@@ -6,14 +6,18 @@ The supervisor is an asyncio program on a ferroloop loop: signals through
 `add_reader`, no SIGCHLD), control channels (`_control.py`) through
 `add_reader`. It never starts a thread, so every fork happens from a
 single-threaded process (the reload watcher runs in its own process,
-`_reload.py`, forked first); signals are blocked around each fork so a
-signal cannot reach the child while it still has the parent's handlers.
+`_reload.py`, forked first); every fork goes through `_fork.fork_child`
+(signals blocked around it, the child's signals reset before its body).
 
 A worker is replaced "rolling": the new one is forked and must report
 `ready` (its listeners accept) before the old one is told to `retire`
 (drain, answering one more request on idle keep-alive connections). All
 workers accept from the same inherited listener, so nothing queued on a
 retiring worker is lost (see docs/decisions.md for the measurement).
+Rolling restarts run one at a time: a SIGHUP or a reload change that
+arrives during one is queued, and any number of them start one more
+restart when the running one ends (its workers may have loaded the code
+before the change).
 """
 
 from __future__ import annotations
@@ -26,14 +30,14 @@ import os
 import random
 import signal
 import socket
-import threading
 import time
 from typing import Any
 
 from ._config import Config
 from ._control import Channel
+from ._fork import fork_child
 from ._server import write_pid_file
-from ._worker import CHILD_SIGNALS, reset_signals_in_child, run_worker
+from ._worker import run_worker
 
 logger = logging.getLogger("ferroloop.error")
 
@@ -54,6 +58,11 @@ KILL_MARGIN = 5.0
 LIFETIME_JITTER = 0.1
 #: Exit status of a crash-looping server.
 EXIT_CRASH_LOOP = 1
+#: How long a scrape waits for the workers' stats.
+STATS_TIMEOUT = 2.0
+#: How long a worker killed by its health check keeps its slot unhealthy
+#: (unless its replacement is ready sooner).
+UNHEALTHY_FOR = 30.0
 
 
 def describe_status(status: int) -> str:
@@ -100,7 +109,14 @@ class Worker:
         self.ping_sent: float | None = None
         self.last_ping = 0.0
         self.recycle_at: float | None = None
-        self.pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        # Stats requests by id; None: it exited first.
+        self.pending: dict[int, asyncio.Future[dict[str, Any] | None]] = {}
+        # It did not answer a scrape's stats request (until it answers anything).
+        self.unanswered = False
+
+    @property
+    def is_ready(self) -> bool:
+        return self.alive and self.ready.done() and bool(self.ready.result())
 
     @property
     def alive(self) -> bool:
@@ -129,7 +145,8 @@ class Supervisor:
         self.force = False
         self._stop = asyncio.Event()
         self._replace_lock = asyncio.Lock()
-        self._restarting = False
+        self._restarting = False  # a rolling restart runs
+        self._restart_pending: str | None = None  # the reason of one asked for meanwhile
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loop = asyncio.get_running_loop()
@@ -225,10 +242,10 @@ class Supervisor:
         if self.stopping:
             return
         if self._restarting:
-            logger.info("Received SIGHUP: a rolling restart is already running")
-            return
-        logger.info("Received SIGHUP: restarting the workers one by one")
-        self._spawn_task(self._rolling_restart("SIGHUP restart"))
+            logger.info("Received SIGHUP: a rolling restart is running; another one follows it")
+        else:
+            logger.info("Received SIGHUP: restarting the workers one by one")
+        self._request_restart("SIGHUP restart")
 
     def _on_ttin(self) -> None:
         if self.stopping or self.reload:
@@ -255,29 +272,19 @@ class Supervisor:
     def _spawn(self, slot: int, *, serving: bool) -> Worker:
         """Fork a worker for `slot`; `serving`: it is the slot's worker now
         (not a candidate that must be ready first)."""
-        if threading.active_count() > 1:
-            # A fork copies only this thread: a lock another thread holds stays held in the child.
-            logger.warning("Forking a worker while %d threads run", threading.active_count())
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        for handler in logging.getLogger().handlers + logger.handlers:
-            with contextlib.suppress(Exception):
-                handler.flush()
-        signal.pthread_sigmask(signal.SIG_BLOCK, CHILD_SIGNALS)
+
+        def worker() -> int:
+            parent_end.close()
+            self._forget_in_child()
+            run_worker(self.config, self.sockets, child_end, str(slot))
+
         try:
-            pid = os.fork()
+            pid = fork_child(self._loop, worker)
         except BaseException:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
             parent_end.close()
             child_end.close()
             raise
-        if pid == 0:  # the child: never returns
-            try:
-                reset_signals_in_child()
-                parent_end.close()
-                self._forget_in_child()
-            finally:
-                run_worker(self.config, self.sockets, child_end, str(slot))
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
         child_end.close()
         pidfd = os.pidfd_open(pid)
         w = Worker(slot, pid, pidfd, self._loop)
@@ -319,6 +326,7 @@ class Supervisor:
 
     def _on_message(self, w: Worker, message: dict[str, Any]) -> None:
         op = message.get("op")
+        w.unanswered = False
         if op == "ready":
             if not w.ready.done():
                 w.ready.set_result(True)
@@ -347,7 +355,8 @@ class Supervisor:
             w.channel.close()
         self.procs.pop(w.pid, None)
         for future in w.pending.values():
-            future.cancel()
+            if not future.done():
+                future.set_result(None)  # no stats from it
         if not w.ready.done():
             w.ready.set_result(False)
         w.exited.set_result(status)
@@ -429,37 +438,43 @@ class Supervisor:
 
     async def replace(self, old: Worker, reason: str) -> bool:
         """Start a new worker in `old`'s slot; once it is ready, retire the
-        old one. False (the old one keeps serving) if the new one fails."""
+        old one. False (the old one keeps serving) if the new one fails, or
+        if `old` no longer serves its slot once the lock is taken."""
         async with self._replace_lock:
-            if self.stopping or old.retiring or not old.alive:
+            if self.slots.get(old.slot) is not old:
                 return False
-            old.replacing = True
+            return await self._replace_locked(old, reason)
+
+    async def _replace_locked(self, old: Worker, reason: str) -> bool:
+        if self.stopping or old.retiring or not old.alive:
+            return False
+        old.replacing = True
+        try:
+            new = self._spawn(old.slot, serving=False)
+            timeout = max(READY_TIMEOUT, self.config.timeout_graceful_shutdown)
             try:
-                new = self._spawn(old.slot, serving=False)
-                timeout = max(READY_TIMEOUT, self.config.timeout_graceful_shutdown)
-                try:
-                    ready = await asyncio.wait_for(asyncio.shield(new.ready), timeout)
-                except asyncio.TimeoutError:
-                    logger.error("Worker %s (pid %d) not ready after %.0f s: killing it", new.label, new.pid, timeout)
-                    new.retiring, new.exit_reason = True, "not ready in time"
-                    new.signal(signal.SIGKILL)
-                    ready = False
-                if not ready or self.stopping:
-                    if not self.stopping and old.alive:
-                        logger.warning("Worker %s: the replacement failed; the running worker keeps serving", old.label)
-                    if not old.alive and not self.stopping and old.slot not in self.slots:
-                        self._respawn(old.slot)
-                    return False
-                if self.slots.get(old.slot) not in (old, None):
-                    self._retire(new, "its slot was taken meanwhile")  # never two workers in one slot
-                    return False
-                self.slots[old.slot] = new
-                self.quick_deaths.pop(old.slot, None)
-                if old.alive:
-                    self._retire(old, reason)
-                return True
-            finally:
-                old.replacing = False
+                ready = await asyncio.wait_for(asyncio.shield(new.ready), timeout)
+            except asyncio.TimeoutError:
+                logger.error("Worker %s (pid %d) not ready after %.0f s: killing it", new.label, new.pid, timeout)
+                new.retiring, new.exit_reason = True, "not ready in time"
+                new.signal(signal.SIGKILL)
+                ready = False
+            if not ready or self.stopping:
+                if not self.stopping and old.alive:
+                    logger.warning("Worker %s: the replacement failed; the running worker keeps serving", old.label)
+                if not old.alive and not self.stopping and old.slot not in self.slots:
+                    self._respawn(old.slot)
+                return False
+            if self.slots.get(old.slot) not in (old, None):
+                self._retire(new, "its slot was taken meanwhile")  # never two workers in one slot
+                return False
+            self.slots[old.slot] = new
+            self.quick_deaths.pop(old.slot, None)
+            if old.alive:
+                self._retire(old, reason)
+            return True
+        finally:
+            old.replacing = False
 
     def _recycle(self, w: Worker, reason: str) -> None:
         if self.stopping or w.retiring or w.replacing or self.slots.get(w.slot) is not w:
@@ -473,15 +488,40 @@ class Supervisor:
 
         self._spawn_task(go())
 
+    def _request_restart(self, reason: str) -> None:
+        """Restart every worker, rolling; during a rolling restart, queue
+        one more (several requests meanwhile make one)."""
+        if self._restarting:
+            self._restart_pending = reason
+            return
+        self._restarting = True  # now: a second request in this tick is queued
+        self._spawn_task(self._rolling_restart(reason))
+
     async def _rolling_restart(self, reason: str) -> None:
-        self._restarting = True
         try:
-            for slot in sorted(self.slots):
-                w = self.slots.get(slot)
-                if w is not None and not self.stopping:
-                    await self.replace(w, reason)
+            while not self.stopping:
+                self._restart_pending = None
+                for slot in [1] if self.reload else sorted(self.slots):
+                    if self.stopping:
+                        break
+                    await self._restart_slot(slot, reason)
+                if self._restart_pending is None:
+                    break
+                reason = self._restart_pending
+                logger.info("Restarting the workers again: asked for during the last restart (%s)", reason)
         finally:
             self._restarting = False
+            self._restart_pending = None
+
+    async def _restart_slot(self, slot: int, reason: str) -> None:
+        async with self._replace_lock:
+            # Looked up under the lock: a recycle may have replaced it meanwhile.
+            old = self.slots.get(slot)
+            if old is not None:
+                await self._replace_locked(old, reason)
+            elif self.reload and not any(p.alive and not p.retiring for p in self.procs.values()):
+                # Reload after a worker that failed to start: nothing to hand over from.
+                self._spawn(slot, serving=True)
 
     def _on_changes(self, changes: list[str]) -> None:
         """The reload watcher saw `changes` (paths, as it shows them)."""
@@ -490,12 +530,7 @@ class Supervisor:
         shown = ", ".join(f"'{path}'" for path in changes)
         logger.warning("WatchFiles detected changes in %s. Reloading...", shown)
         self.quick_deaths.clear()
-        w = self.slots.get(1)
-        if w is None:
-            if not any(p.alive and not p.retiring for p in self.procs.values()):
-                self._spawn(1, serving=True)
-            return
-        self._spawn_task(self.replace(w, "reloaded"))
+        self._request_restart("reloaded")
 
     # -- the periodic checks --------------------------------------------
 
@@ -551,47 +586,88 @@ class Supervisor:
 
 class MetricsSource:
     """What the metrics listener renders: the workers' stats over their
-    control channels and the health checks' verdict."""
+    control channels and the health checks' verdict.
+
+    A slot is healthy when its worker is ready, answers its pings in time,
+    answered its last stats request (a scrape that gets no answer within
+    `STATS_TIMEOUT` marks it until it answers anything again) and is not
+    the replacement-to-be of a worker its health check killed in the last
+    `UNHEALTHY_FOR` seconds. Every slot gets a verdict, an empty one (its
+    worker restarting) too: `ferroloop_worker_healthy`, /stats' `healthy`
+    and /healthz's `unhealthy` all show the same."""
 
     def __init__(self, supervisor: Supervisor) -> None:
         self._sup = supervisor
 
     async def snapshot(self) -> list[tuple[str, dict[str, Any]]]:
         sup = self._sup
-        asks = []
-        for slot, w in sorted(sup.slots.items()):
-            if not (w.alive and w.ready.done() and w.ready.result()) or w.channel is None:
-                continue
-            request_id = next(sup._ids)
-            future: asyncio.Future[dict[str, Any]] = sup._loop.create_future()
-            w.pending[request_id] = future
-            if w.channel.send({"op": "stats", "id": request_id}):
+        asks: list[tuple[Worker, int, asyncio.Future[dict[str, Any] | None]]] = []
+        try:
+            for _, w in sorted(sup.slots.items()):
+                if not w.is_ready or w.channel is None:
+                    continue
+                request_id = next(sup._ids)
+                future: asyncio.Future[dict[str, Any] | None] = sup._loop.create_future()
+                w.pending[request_id] = future
                 asks.append((w, request_id, future))
+                if not w.channel.send({"op": "stats", "id": request_id}):
+                    future.set_result(None)  # not reading: no answer
+            if asks:
+                # Cancellation (the scrape's connection went) propagates.
+                await asyncio.wait([future for _, _, future in asks], timeout=STATS_TIMEOUT)
+        finally:
+            for w, request_id, _ in asks:
+                w.pending.pop(request_id, None)
+        replies: dict[str, tuple[Worker, dict[str, Any]]] = {}
+        for w, _, future in asks:
+            reply = future.result() if future.done() else None
+            if reply is None:
+                w.unanswered = True  # blocked, not reading, or exited
             else:
-                w.pending.pop(request_id, None)
+                replies[w.label] = (w, reply)
         out = []
-        for w, request_id, future in asks:
-            try:
-                reply = await asyncio.wait_for(future, 2.0)
-            except (asyncio.TimeoutError, asyncio.CancelledError):
-                continue  # a blocked or exiting worker: left out
-            finally:
-                w.pending.pop(request_id, None)
-            out.append((w.label, {"pid": reply.get("pid", w.pid), "loop": reply.get("loop", {}), "server": reply.get("server", {})}))
+        for label, healthy in self._verdicts().items():
+            answered = replies.get(label)
+            entry: dict[str, Any]
+            if answered is None:
+                serving = sup.slots.get(int(label))
+                entry = {"pid": serving.pid if serving is not None else None, "healthy": False}
+            else:
+                w, reply = answered
+                entry = {"pid": reply.get("pid", w.pid), "healthy": healthy}
+                entry.update(loop=reply.get("loop", {}), server=reply.get("server", {}))
+            out.append((label, entry))
         return out
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         sup = self._sup
-        now = time.monotonic()
-        ready = [w for w in sup.slots.values() if w.alive and w.ready.done() and w.ready.result()]
-        late = [w.label for w in sup.slots.values() if w.ping_sent is not None and now - w.ping_sent > sup.config.timeout_worker_healthcheck]
-        recent = [label for label, when in sup.unhealthy.items() if now - when < 30.0]
-        unhealthy = sorted(set(late) | set(recent))
+        verdicts = self._verdicts()
+        ready = sum(1 for w in sup.slots.values() if w.is_ready)
+        unhealthy = [label for label, healthy in verdicts.items() if not healthy]
         ok = bool(ready) and not unhealthy and not sup.stopping
-        detail: dict[str, Any] = {"workers": len(ready), "expected": sup.target, "unhealthy": unhealthy, "pid": os.getpid()}
+        detail: dict[str, Any] = {"workers": ready, "expected": sup.target, "unhealthy": unhealthy, "pid": os.getpid()}
         if sup.stopping:
             detail["status"] = "draining"
         return ok, detail
+
+    def _verdicts(self) -> dict[str, bool]:
+        """Every slot's health (above), by label, in slot order."""
+        sup = self._sup
+        now = time.monotonic()
+        timeout = sup.config.timeout_worker_healthcheck
+        out = {}
+        for slot in sorted(set(range(1, sup.target + 1)) | set(sup.slots)):
+            w = sup.slots.get(slot)
+            label = str(slot)
+            killed = sup.unhealthy.get(label)
+            out[label] = (
+                w is not None
+                and w.is_ready
+                and not w.unanswered
+                and not (w.ping_sent is not None and now - w.ping_sent > timeout)
+                and not (killed is not None and now - killed < UNHEALTHY_FOR)
+            )
+        return out
 
 
 def supervise(config: Config) -> int:

@@ -12,17 +12,19 @@ over its control channel (`_control.py`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import socket
 import sys
 import traceback
-from typing import Any, NoReturn
+from typing import Any, Iterator, NoReturn
 
 from ._config import AppLoadError, Config
-from ._control import Channel
+from ._control import Channel, send_blocking
 from ._lifespan import LifespanFailed
+from ._server import Server
 
 logger = logging.getLogger("ferroloop.error")
 
@@ -30,27 +32,29 @@ logger = logging.getLogger("ferroloop.error")
 EXIT_APP_ERROR = 1
 EXIT_STARTUP_FAILED = 3
 
-#: Signals the supervisor handles; a worker starts with them at these
-#: dispositions until its Server installs its own (SIGINT/SIGTERM; SIGHUP
-#: with TLS): Ctrl-C in a terminal reaches the whole process group, and
-#: the supervisor is the one that decides.
-CHILD_SIGNALS = {
-    signal.SIGINT: signal.SIG_IGN,
-    signal.SIGTERM: signal.SIG_DFL,
-    signal.SIGHUP: signal.SIG_IGN,
-    signal.SIGTTIN: signal.SIG_IGN,
-    signal.SIGTTOU: signal.SIG_IGN,
-}
+#: How long a startup failure report may take to write (no loop runs yet).
+REPORT_TIMEOUT = 5.0
 
 
-def reset_signals_in_child() -> None:
-    """Right after fork (signals still blocked by the supervisor): drop the
-    parent's wake-up fd (the child must never write signal numbers into
-    the parent's socket) and its handlers, then unblock."""
-    signal.set_wakeup_fd(-1)
-    for sig, disposition in CHILD_SIGNALS.items():
-        signal.signal(sig, disposition)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, CHILD_SIGNALS)
+class WorkerServer(Server):
+    """`Server` as a supervised worker: SIGTERM drains (the supervisor's
+    stop; its retire request arrives over the control channel). SIGINT
+    and SIGHUP stay ignored (`_fork.CHILD_SIGNALS`): a Ctrl-C or hang-up
+    reaching the process group is the supervisor's to act on, so one
+    Ctrl-C drains every worker gracefully, including one that is handing
+    over, and the second is the supervisor's SIGKILL."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(config)
+        self._is_worker = True
+
+    @contextlib.contextmanager
+    def _signal_handlers(self, loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+        loop.add_signal_handler(signal.SIGTERM, self._handle_exit, signal.SIGTERM)
+        try:
+            yield
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 def run_worker(config: Config, sockets: list[socket.socket], control: socket.socket, label: str) -> NoReturn:
@@ -95,22 +99,13 @@ def _run(config: Config, sockets: list[socket.socket], control: socket.socket, l
 
 
 def _report_failure(control: socket.socket, message: str, code: int) -> None:
-    import json
-
-    try:
-        control.setblocking(True)
-        control.settimeout(5.0)
-        control.sendall(json.dumps({"op": "failed", "message": message, "code": code}).encode() + b"\n")
-    except OSError:
-        pass
+    # Before the worker's loop exists: written blocking, briefly.
+    send_blocking(control, {"op": "failed", "message": message, "code": code}, REPORT_TIMEOUT)
 
 
 async def _serve(config: Config, sockets: list[socket.socket], control_sock: socket.socket, label: str) -> None:
-    from ._server import Server
-
     loop = asyncio.get_running_loop()
-    server = Server(config)
-    server._is_worker = True
+    server = WorkerServer(config)
 
     def on_message(message: dict[str, Any]) -> None:
         op = message.get("op")
