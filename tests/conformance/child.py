@@ -243,6 +243,7 @@ def main() -> None:
     args = parser.parse_args()
 
     tb_file: TextIO = args.traceback.open("w")
+    harness.restore_default_sigint()
     faulthandler.enable(file=tb_file, all_threads=True)
     faulthandler.register(DUMP_SIGNAL, file=tb_file, all_threads=True)
 

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import functools
 import importlib
+import signal
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -83,6 +84,25 @@ def install(lut: LoopUnderTest, detector: ForeignLoopDetector) -> LoopUnderTest:
         asyncio.set_event_loop_policy(LoopUnderTestPolicy())
     _adapt_close_loop()
     return dataclasses.replace(lut, new_loop=new_loop, policy_class=LoopUnderTestPolicy)
+
+
+def restore_default_sigint() -> None:
+    """Adaptation 4: give the child the SIGINT handler a normally started interpreter has.
+
+    An ignored SIGINT is inherited through ``exec``, and an interpreter that
+    starts with it ignored keeps it so instead of installing
+    ``signal.default_int_handler``. A background job of a non-interactive
+    shell (``cmd &`` in a script, a CI step run that way) starts so, and so
+    does everything it runs, this runner's children included. The suite
+    assumes the default: ``asyncio.Runner`` installs its Ctrl-C handler only
+    over it, and ``_thread.interrupt_main()`` does nothing while SIGINT is
+    ignored, so ``test_runners``' interrupt tests (``RunTests.
+    test_asyncio_run_without_uncancel``, ``RunnerTests.test_interrupt_call_soon``,
+    ``RunnerTests.test_interrupt_wait``) would wait forever for an interrupt
+    that never comes. Behaviour-neutral for both loops: it is the state of
+    ``python -m unittest`` started from a terminal.
+    """
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def before_test(policy_class: type[asyncio.AbstractEventLoopPolicy], *, after_listed_test: bool) -> None:

@@ -93,6 +93,8 @@ def test_a_change_while_a_reload_starts_its_worker_reloads_again(spawn, app_dir,
     imports.mkdir()
     server = reloading(spawn, env={"WAPP_HOLD": str(hold), "WAPP_IMPORTS": str(imports)})
     first = server.wait_workers(1)
+    # Serving first: a worker still in its startup would be held too.
+    wait_for(lambda: version(server) == "v1", lambda: f"not serving:\n{server.output()}")
     app = app_dir / "wapp.py"
     hold.touch()  # the reload's new worker imports v2, then waits in its startup
     keep_writing(app, APP_SOURCE.replace('VERSION = "v1"', 'VERSION = "v2"'), lambda: len(server.workers()) == 2,

@@ -47,6 +47,7 @@ def test_sighups_during_a_rolling_restart_queue_one_more(spawn, tmp_path):
     hold = tmp_path / "hold"
     server = spawn("--workers", "2", env={"WAPP_HOLD": str(hold)})
     old = server.wait_workers(2)
+    assert server.answering_pids(2) == old  # both started: only new workers are held
     hold.touch()  # new workers wait in their startup: the restart stays running
     server.send_signal(signal.SIGHUP)
     server.wait_workers(3)  # the first replacement, held
