@@ -48,7 +48,7 @@
 //!
 //! # uvicorn's options
 //!
-//! Every option of `uvicorn --help` (0.54) is a row: implemented with
+//! Every option of `uvicorn --help` (0.55) is a row: implemented with
 //! uvicorn's meaning, accepted as a no-op with a one-line warning
 //! ([`table::Status::Ignored`]: `--loop`, `--http`), or refused as a usage
 //! error "not supported yet: …" naming what to do instead

@@ -59,7 +59,7 @@ def sample_args(option: click.Option, spelling: str, tmp_path) -> list[str]:
     if name in texts:
         return [spelling, texts[name]]
     kind = option.type.name
-    if kind == "integer":
+    if kind in ("integer", "integer range"):
         default = option.default if isinstance(option.default, int) else 299
         return [spelling, str(default + 1)]
     if kind == "float":
@@ -72,7 +72,9 @@ def sample_args(option: click.Option, spelling: str, tmp_path) -> list[str]:
 def test_uvicorn_is_the_version_the_table_follows():
     import uvicorn
 
-    assert uvicorn.__version__.startswith("0.54"), "re-walk uvicorn's options for this version"
+    # xtask/src/venv.rs pins this series, so a new uvicorn on PyPI does not
+    # break CI; moving the pin means re-walking the options and this line.
+    assert uvicorn.__version__.startswith("0.55."), "re-walk uvicorn's options for this version"
 
 
 @pytest.mark.parametrize("option", uvicorn_options(), ids=lambda o: o.opts[0])

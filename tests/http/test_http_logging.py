@@ -281,6 +281,18 @@ def test_access_log_on_by_default_with_the_reason_phrase(start_server, capture_l
     assert [r.args for r in access.records] == [()], "one finished line, no arguments to format"
 
 
+def test_access_log_quotes_in_the_target_are_escaped(start_server, capture_logs):
+    # As uvicorn 0.55: the raw target, with '"' as %22 so the line stays parseable.
+    srv = start_server(apps.app)
+    access = capture_logs("access")
+    with srv.raw() as conn:
+        port = conn.local_port
+        conn.send(b'GET /status"x?code=404&q="y HTTP/1.1\r\nHost: t\r\n\r\n')
+        conn.read_response()
+    wait_until(lambda: access.records, timeout=3)
+    assert access.messages() == [f'127.0.0.1:{port} - "GET /status%22x?code=404&q=%22y HTTP/1.1" 404 Not Found']
+
+
 def test_access_log_format_fields(start_server, capture_logs):
     fmt = "%(method)s|%(path)s|%(query)s|%(full_path)s|%(http_version)s|%(status_code)s|%(status_phrase)s|%(user_agent)s|%(referer)s|%(duration_ms)s 100%%"
     srv = start_server(apps.app, access_log_format=fmt, root_path="/api")

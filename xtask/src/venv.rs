@@ -16,7 +16,8 @@ const BASE_PACKAGES: &[&str] = &[
     "pytest-xdist>=3",
     "anyio>=4.1",
     // Stacks and peers the tests run with the loop.
-    "uvicorn>=0.36",
+    // One series: tests/cli walks this uvicorn's options and pins its version.
+    "uvicorn==0.55.*",
     "httpx>=0.27",
     "aiohttp>=3.9",
     "trustme>=1",

@@ -20,13 +20,24 @@ fn lossy(out: &mut String, bytes: &[u8]) {
     out.push_str(&String::from_utf8_lossy(bytes));
 }
 
+/// The target as sent (the parser admits visible ASCII only), with `"`
+/// written `%22` so a client cannot end the line's quoted request early.
+fn quoted_target(out: &mut String, bytes: &[u8]) {
+    for &b in bytes {
+        match b {
+            b'"' => out.push_str("%22"),
+            _ => out.push(char::from(b)),
+        }
+    }
+}
+
 fn full_path(out: &mut String, root_path: &str, head: &RequestHead) {
-    // As uvicorn: the path as the app sees it, root_path included.
+    // As uvicorn 0.55: root_path plus the raw path and query, Latin-1.
     out.push_str(root_path);
-    lossy(out, head.path());
+    quoted_target(out, head.path());
     if !head.query().is_empty() {
         out.push('?');
-        lossy(out, head.query());
+        quoted_target(out, head.query());
     }
 }
 
