@@ -79,8 +79,10 @@ def test_subprocess_shell(loop):
 @pytest.mark.parametrize("how", ["kill", "terminate", "send_signal"])
 def test_subprocess_signals(loop, how):
     async def main():
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)",
-                                                    stdout=asyncio.subprocess.PIPE)
+        # The child sets SIGINT's default handler itself: started from a
+        # background job it would inherit SIGINT ignored and sleep on.
+        child = "import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); print('up', flush=True); time.sleep(60)"
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", child, stdout=asyncio.subprocess.PIPE)
         await proc.stdout.readline()
         if how == "send_signal":
             proc.send_signal(signal.SIGINT)
