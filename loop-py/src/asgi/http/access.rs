@@ -32,7 +32,7 @@ fn quoted_target(out: &mut String, bytes: &[u8]) {
 }
 
 fn full_path(out: &mut String, root_path: &str, head: &RequestHead) {
-    // As uvicorn 0.55: root_path plus the raw path and query, Latin-1.
+    // As uvicorn 0.55: root_path plus the raw path and query.
     out.push_str(root_path);
     quoted_target(out, head.path());
     if !head.query().is_empty() {
