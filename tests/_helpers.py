@@ -172,7 +172,13 @@ def child_argv(impl: types.ModuleType, source: str, python_args=()) -> list[str]
     The source sees ``asyncio``, ``os``, ``sys`` and ``impl`` (the loop
     implementation module) already imported.
     """
-    prelude = f"import asyncio, os, sys\nimport {impl.__name__} as impl\n"
+    # SIGINT's default handler first: a child of a background job (a CI
+    # step run as `cmd &`) inherits SIGINT ignored, and Python then keeps it
+    # ignored instead of raising KeyboardInterrupt.
+    prelude = (
+        "import signal as _signal\n_signal.signal(_signal.SIGINT, _signal.default_int_handler)\n"
+        f"import asyncio, os, sys\nimport {impl.__name__} as impl\n"
+    )
     return [sys.executable, *python_args, "-c", prelude + textwrap.dedent(source)]
 
 
