@@ -118,9 +118,14 @@ def test_a_watcher_that_exits_leaves_no_pipe_open(spawn):
     (worker,) = server.wait_workers(1)
     (watcher,) = server.reloaders()
     # The pipe the watcher writes its changes to: the supervisor reads it,
-    # the worker has no end of it.
-    pipe = (fd_targets(server.pid, "pipe") & fd_targets(watcher, "pipe")) - fd_targets(worker, "pipe")
-    assert len(pipe) == 1, (pipe, server.output())
+    # the worker has no end of it. Read until the fd tables settle (a
+    # process just started can be listed before its tables are final).
+
+    def shared_pipe():
+        return (fd_targets(server.pid, "pipe") & fd_targets(watcher, "pipe")) - fd_targets(worker, "pipe")
+
+    wait_for(lambda: len(shared_pipe()) == 1, lambda: f"{shared_pipe()}:\n{server.output()}")
+    pipe = shared_pipe()
     os.kill(watcher, signal.SIGKILL)
     server.wait_output("The reload watcher process exited")
     wait_for(lambda: not pipe & fd_targets(server.pid, "pipe"), lambda: f"{pipe} still open in the supervisor")
