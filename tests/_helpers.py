@@ -166,19 +166,19 @@ def _child_env(impl: types.ModuleType, extra_env: dict | None) -> dict:
     return env
 
 
+# Source that gives a child interpreter SIGINT's default handler: a child
+# of a background job (a CI step run as `cmd &`) inherits SIGINT ignored,
+# and Python then keeps it ignored instead of raising KeyboardInterrupt.
+DEFAULT_SIGINT = "import signal as _signal\n_signal.signal(_signal.SIGINT, _signal.default_int_handler)\n"
+
+
 def child_argv(impl: types.ModuleType, source: str, python_args=()) -> list[str]:
     """argv running ``source`` in a fresh interpreter with ``impl`` bound.
 
     The source sees ``asyncio``, ``os``, ``sys`` and ``impl`` (the loop
     implementation module) already imported.
     """
-    # SIGINT's default handler first: a child of a background job (a CI
-    # step run as `cmd &`) inherits SIGINT ignored, and Python then keeps it
-    # ignored instead of raising KeyboardInterrupt.
-    prelude = (
-        "import signal as _signal\n_signal.signal(_signal.SIGINT, _signal.default_int_handler)\n"
-        f"import asyncio, os, sys\nimport {impl.__name__} as impl\n"
-    )
+    prelude = DEFAULT_SIGINT + f"import asyncio, os, sys\nimport {impl.__name__} as impl\n"
     return [sys.executable, *python_args, "-c", prelude + textwrap.dedent(source)]
 
 

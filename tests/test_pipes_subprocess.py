@@ -10,6 +10,7 @@ import signal
 import sys
 
 import pytest
+from _helpers import DEFAULT_SIGINT
 
 
 def test_read_and_write_pipes(loop):
@@ -79,9 +80,7 @@ def test_subprocess_shell(loop):
 @pytest.mark.parametrize("how", ["kill", "terminate", "send_signal"])
 def test_subprocess_signals(loop, how):
     async def main():
-        # The child sets SIGINT's default handler itself: started from a
-        # background job it would inherit SIGINT ignored and sleep on.
-        child = "import signal, time; signal.signal(signal.SIGINT, signal.default_int_handler); print('up', flush=True); time.sleep(60)"
+        child = DEFAULT_SIGINT + "import time; print('up', flush=True); time.sleep(60)"
         proc = await asyncio.create_subprocess_exec(sys.executable, "-c", child, stdout=asyncio.subprocess.PIPE)
         await proc.stdout.readline()
         if how == "send_signal":
