@@ -19,6 +19,7 @@
 //! skipping allocation and the cycle collector's bookkeeping. While queued
 //! they are also kept off the collector's lists ([`untrack_while_queued`]).
 
+use crate::call_args::CallArgs;
 use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
 use crate::pyapi;
@@ -34,7 +35,7 @@ use std::sync::Arc;
 
 struct Callback {
     func: Py<PyAny>,
-    args: Py<PyTuple>,
+    args: CallArgs,
 }
 
 /// A handle's references. All `None` only while a handle waits in a
@@ -134,7 +135,7 @@ impl AnyHandle {
 /// What creating a handle needs.
 pub struct NewHandle<'py> {
     pub callback: Bound<'py, PyAny>,
-    pub args: Bound<'py, PyTuple>,
+    pub args: CallArgs,
     pub context: Option<Bound<'py, PyAny>>,
     pub event_loop: &'py Bound<'py, PyAny>,
     pub debug: bool,
@@ -155,7 +156,7 @@ impl NewHandle<'_> {
         Ok(Fields {
             callback: Some(Callback {
                 func: self.callback.unbind(),
-                args: self.args.unbind(),
+                args: self.args,
             }),
             context: Some(context.unbind()),
             loop_: Some(self.event_loop.clone().unbind()),
@@ -291,7 +292,7 @@ impl Core {
         let Some((func, args, context)) = call else {
             return Ok(());
         };
-        let (func, args) = (func.into_bound(py), args.into_bound(py));
+        let func = func.into_bound(py);
         match pyapi::run_in_context(context.bind(py), &func, &args) {
             Ok(()) => Ok(()),
             Err(err) => self.report_error(this, &func, &args, err),
@@ -303,7 +304,7 @@ impl Core {
         &self,
         this: &Bound<'_, PyAny>,
         func: &Bound<'_, PyAny>,
-        args: &Bound<'_, PyTuple>,
+        args: &CallArgs,
         err: PyErr,
     ) -> PyResult<()> {
         let py = this.py();
@@ -314,7 +315,7 @@ impl Core {
         // The exception object carries its traceback into the handler.
         let exc = err.into_value(py);
         let report = || -> PyResult<()> {
-            let source = pyapi::format_callback_source(py)?.call1((func, args))?;
+            let source = pyapi::format_callback_source(py)?.call1((func, args.to_tuple(py)?))?;
             let context = PyDict::new(py);
             context.set_item("message", format!("Exception in callback {source}"))?;
             context.set_item("exception", exc.bind(py))?;
@@ -372,9 +373,11 @@ impl Core {
             .with(py, |f| f.callback.as_ref().map(|cb| cb.func.clone_ref(py)))
     }
 
-    fn callback_args(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
-        self.fields
-            .with(py, |f| f.callback.as_ref().map(|cb| cb.args.clone_ref(py)))
+    fn callback_args<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let args = self
+            .fields
+            .with(py, |f| f.callback.as_ref().map(|cb| cb.args.clone_ref(py)));
+        args.map(|a| a.to_tuple(py)).transpose()
     }
 
     fn field(
@@ -400,7 +403,7 @@ impl Core {
             self.fields.with_in_gc(|f| {
                 if let Some(cb) = &f.callback {
                     visit.call(&cb.func)?;
-                    visit.call(&cb.args)?;
+                    cb.args.visit(visit)?;
                 }
                 visit.call(&f.context)?;
                 visit.call(&f.loop_)?;
@@ -530,7 +533,7 @@ macro_rules! handle_pymethods {
             }
 
             #[getter]
-            fn _args(&self, py: Python<'_>) -> Option<Py<PyTuple>> {
+            fn _args<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
                 self.core.callback_args(py)
             }
 
@@ -655,12 +658,8 @@ fn timer_eq(a: &Bound<'_, TimerHandle>, b: &Bound<'_, TimerHandle>) -> PyResult<
         tb.core.callback_func(py).map(|f| f.into_bound(py)),
     )?;
     let same_args = same(
-        ta.core
-            .callback_args(py)
-            .map(|a| a.into_bound(py).into_any()),
-        tb.core
-            .callback_args(py)
-            .map(|a| a.into_bound(py).into_any()),
+        ta.core.callback_args(py)?.map(Bound::into_any),
+        tb.core.callback_args(py)?.map(Bound::into_any),
     )?;
     Ok(same_cb && same_args)
 }

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 mod asgi;
 mod awaitable;
+mod call_args;
 mod cli;
 mod errors;
 mod event_loop;
@@ -24,6 +25,7 @@ mod testing;
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_loop::Loop>()?;
+    event_loop::install_fastcall_methods(m.py())?;
     m.add_function(wrap_pyfunction!(sockio::sock_send, m)?)?;
     m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;
     m.add_class::<sockio::ReadPump>()?;

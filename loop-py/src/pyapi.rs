@@ -1,6 +1,7 @@
 //! Python objects the native loop uses, looked up once per interpreter,
 //! and the few raw C-API calls it makes.
 
+use crate::call_args::CallArgs;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -67,12 +68,21 @@ pub fn vectorcall<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = callable.py();
     debug_assert_eq!(kwnames.map_or(0, |k| k.len()), keyword.len());
-    // One spare leading slot lets CPython prepend `self` without copying.
-    let mut stack: Vec<*mut ffi::PyObject> =
-        Vec::with_capacity(1 + positional.len() + keyword.len());
-    stack.push(std::ptr::null_mut());
-    stack.extend(positional.iter().map(|a| a.as_ptr()));
-    stack.extend(keyword.iter().map(|a| a.as_ptr()));
+    // One spare leading slot lets CPython prepend `self` without copying;
+    // the usual few arguments fit on the stack (no allocation per call).
+    const INLINE: usize = 8;
+    let len = 1 + positional.len() + keyword.len();
+    let mut inline = [std::ptr::null_mut::<ffi::PyObject>(); INLINE];
+    let mut spilled = Vec::new();
+    let stack: &mut [*mut ffi::PyObject] = if len <= INLINE {
+        &mut inline[..len]
+    } else {
+        spilled.resize(len, std::ptr::null_mut());
+        &mut spilled
+    };
+    for (slot, arg) in stack[1..].iter_mut().zip(positional.iter().chain(keyword)) {
+        *slot = arg.as_ptr();
+    }
     let nargs = positional.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
     // SAFETY: every pointer in `stack` after the spare slot is a live object
     // borrowed for the call; `kwnames` is a tuple of str whose length equals
@@ -113,14 +123,14 @@ pub fn is_context(obj: &Bound<'_, PyAny>) -> bool {
 pub fn run_in_context<'py>(
     context: &Bound<'py, PyAny>,
     func: &Bound<'py, PyAny>,
-    args: &Bound<'py, PyTuple>,
+    args: &CallArgs,
 ) -> PyResult<()> {
     let py = context.py();
     if !is_context(context) {
         // Not a real Context (a user passed something else): let Python
         // raise what `context.run` raises.
         let mut call_args = vec![func.clone()];
-        call_args.extend(args.iter());
+        call_args.extend(args.to_tuple(py)?.iter());
         context.call_method1("run", PyTuple::new(py, call_args)?)?;
         return Ok(());
     }
@@ -134,7 +144,7 @@ pub fn run_in_context<'py>(
         if ffi::PyContext_Enter(context.as_ptr()) < 0 {
             return Err(PyErr::fetch(py));
         }
-        let raw = ffi::PyObject_Call(func.as_ptr(), args.as_ptr(), std::ptr::null_mut());
+        let raw = args.call_raw(py, func);
         if ffi::PyContext_Exit(context.as_ptr()) < 0 {
             if !raw.is_null() {
                 ffi::Py_DECREF(raw);

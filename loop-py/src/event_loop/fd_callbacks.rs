@@ -2,6 +2,7 @@
 //! reactor's generation-keyed registrations.
 
 use super::Loop;
+use crate::call_args::CallArgs;
 use crate::errors::to_pyerr;
 use crate::handle::{cancel_handle, Handle, NewHandle};
 use loop_core::Interest;
@@ -74,7 +75,7 @@ impl Loop {
         let fd = fileobj_to_fd(fd)?;
         let handle = NewHandle {
             callback,
-            args,
+            args: CallArgs::from_tuple(args),
             context,
             event_loop: slf.as_any(),
             debug: this.is_debug(),

@@ -2,12 +2,16 @@
 //! the Python methods. The tick lives in [`tick`], fd callbacks in
 //! [`fd_callbacks`].
 
+mod fastcall;
 mod fd_callbacks;
 mod tick;
+
+pub(crate) use fastcall::install as install_fastcall_methods;
 
 use fd_callbacks::FdCallbacks;
 use tick::{panic_message, RunGuard};
 
+use crate::call_args::CallArgs;
 use crate::errors::{closed, not_thread_safe, to_pyerr};
 use crate::handle::{AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
 use crate::owner::{current_thread, Owned, Refused};
@@ -194,7 +198,7 @@ impl Loop {
     fn new_ready_handle(
         slf: &Bound<'_, Self>,
         callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
+        args: CallArgs,
         context: Option<Bound<'_, PyAny>>,
         method: &str,
         thread_bound: bool,
@@ -227,7 +231,7 @@ impl Loop {
         slf: &Bound<'_, Self>,
         when: f64,
         callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
+        args: CallArgs,
         context: Option<Bound<'_, PyAny>>,
         method: &str,
     ) -> PyResult<Py<TimerHandle>> {
@@ -247,6 +251,37 @@ impl Loop {
         }
         .build_timer(when, Arc::clone(&this.timer_cancels))?;
         this.schedule_timer(handle.clone_ref(slf.py()))?;
+        Ok(handle)
+    }
+    /// `call_soon` (entered from [`fastcall`]).
+    fn call_soon(
+        slf: &Bound<'_, Self>,
+        callback: Bound<'_, PyAny>,
+        args: CallArgs,
+        context: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Handle>> {
+        let handle = Loop::new_ready_handle(slf, callback, args, context, "call_soon", true)?;
+        slf.get()
+            .schedule(AnyHandle::Plain(handle.clone_ref(slf.py())))?;
+        Ok(handle)
+    }
+
+    /// `call_soon_threadsafe` (entered from [`fastcall`]).
+    fn call_soon_threadsafe(
+        slf: &Bound<'_, Self>,
+        callback: Bound<'_, PyAny>,
+        args: CallArgs,
+        context: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<Handle>> {
+        let this = slf.get();
+        let handle =
+            Loop::new_ready_handle(slf, callback, args, context, "call_soon_threadsafe", false)?;
+        let queued = AnyHandle::Plain(handle.clone_ref(slf.py()));
+        if this.state.owner() == current_thread() {
+            this.schedule(queued)?;
+        } else {
+            this.injector.push(queued).map_err(to_pyerr)?;
+        }
         Ok(handle)
     }
 }
@@ -324,68 +359,6 @@ impl Loop {
     #[getter]
     fn _clock_resolution(&self) -> f64 {
         self.clock_resolution
-    }
-
-    #[pyo3(signature = (callback, *args, context=None))]
-    fn call_soon(
-        slf: &Bound<'_, Self>,
-        callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
-        context: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Py<Handle>> {
-        let handle = Loop::new_ready_handle(slf, callback, args, context, "call_soon", true)?;
-        slf.get()
-            .schedule(AnyHandle::Plain(handle.clone_ref(slf.py())))?;
-        Ok(handle)
-    }
-
-    #[pyo3(signature = (callback, *args, context=None))]
-    fn call_soon_threadsafe(
-        slf: &Bound<'_, Self>,
-        callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
-        context: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Py<Handle>> {
-        let this = slf.get();
-        let handle =
-            Loop::new_ready_handle(slf, callback, args, context, "call_soon_threadsafe", false)?;
-        let queued = AnyHandle::Plain(handle.clone_ref(slf.py()));
-        if this.state.owner() == current_thread() {
-            this.schedule(queued)?;
-        } else {
-            this.injector.push(queued).map_err(to_pyerr)?;
-        }
-        Ok(handle)
-    }
-
-    #[pyo3(signature = (delay, callback, *args, context=None))]
-    fn call_later(
-        slf: &Bound<'_, Self>,
-        delay: &Bound<'_, PyAny>,
-        callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
-        context: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Py<TimerHandle>> {
-        if delay.is_none() {
-            return Err(PyTypeError::new_err("delay must not be None"));
-        }
-        let when = clock::monotonic() + number_arg(delay, "delay")?;
-        Loop::new_timer(slf, when, callback, args, context, "call_later")
-    }
-
-    #[pyo3(signature = (when, callback, *args, context=None))]
-    fn call_at(
-        slf: &Bound<'_, Self>,
-        when: &Bound<'_, PyAny>,
-        callback: Bound<'_, PyAny>,
-        args: Bound<'_, PyTuple>,
-        context: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Py<TimerHandle>> {
-        if when.is_none() {
-            return Err(PyTypeError::new_err("when cannot be None"));
-        }
-        let when = number_arg(when, "when")?;
-        Loop::new_timer(slf, when, callback, args, context, "call_at")
     }
 
     pub(crate) fn create_future<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -602,7 +575,7 @@ impl Loop {
     ) -> PyResult<Py<Handle>> {
         NewHandle {
             callback,
-            args,
+            args: CallArgs::from_tuple(args),
             context: None,
             event_loop: slf.as_any(),
             debug: slf.get().is_debug(),

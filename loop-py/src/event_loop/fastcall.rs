@@ -1,0 +1,350 @@
+//! `call_soon`, `call_soon_threadsafe`, `call_later` and `call_at` as
+//! `METH_FASTCALL | METH_KEYWORDS` methods.
+//!
+//! They run for every task step and future callback. PyO3's generated
+//! wrappers for a `(callback, *args, context=None)` signature build a tuple
+//! for `*args` and walk a generic parameter description on every call
+//! (about an eighth of `call_soon_chain`'s instructions, callgrind); here
+//! the arguments are read in place from the vectorcall array and a
+//! callback's zero or one argument is kept without a tuple (`CallArgs`).
+//! The methods are installed on the type at module init as ordinary
+//! method descriptors, with text signatures for `inspect.signature`.
+
+use super::{number_arg, Loop};
+use crate::call_args::CallArgs;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use std::ffi::{c_char, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A method's leading parameters (before `*args`), for argument errors.
+struct Spec<const N: usize> {
+    name: &'static str,
+    leading: [&'static str; N],
+}
+
+/// The parsed arguments of one call, borrowed from the vectorcall array.
+struct Call<'a, 'py, const N: usize> {
+    leading: [&'a Bound<'py, PyAny>; N],
+    rest: &'a [*mut ffi::PyObject],
+    context: Option<&'a Bound<'py, PyAny>>,
+}
+
+impl<const N: usize> Spec<N> {
+    /// `name(leading…, *args, context=None)`: positional arguments fill the
+    /// leading parameters then `*args`; keywords may name a leading
+    /// parameter not given positionally, or `context`.
+    ///
+    /// # Safety
+    /// `args` holds `nargs` positional objects followed by one value per
+    /// entry of `kwnames` (a tuple of str, or NULL), all live for the call.
+    unsafe fn parse<'a, 'py>(
+        &self,
+        py: Python<'py>,
+        args: &'a [*mut ffi::PyObject],
+        nargs: usize,
+        kwnames: Option<&'a Bound<'py, PyTuple>>,
+    ) -> PyResult<Call<'a, 'py, N>> {
+        // SAFETY: the caller promises live objects.
+        let arg = |ptr: &'a *mut ffi::PyObject| unsafe { Bound::ref_from_ptr(py, ptr) };
+        let (positional, values) = args.split_at(nargs);
+        let mut leading: [Option<&'a Bound<'py, PyAny>>; N] = [None; N];
+        for (slot, ptr) in leading.iter_mut().zip(positional) {
+            *slot = Some(arg(ptr));
+        }
+        let mut context = None;
+        if let Some(names) = kwnames {
+            for (i, value) in values.iter().enumerate() {
+                let name = names.get_item(i)?;
+                let name = name.cast::<PyString>()?.to_str()?;
+                if name == "context" {
+                    context = Some(arg(value));
+                } else if let Some(at) = self.leading.iter().position(|p| *p == name) {
+                    if leading[at].is_some() {
+                        return Err(PyTypeError::new_err(format!(
+                            "{}() got multiple values for argument '{name}'",
+                            self.name
+                        )));
+                    }
+                    leading[at] = Some(arg(value));
+                } else {
+                    return Err(PyTypeError::new_err(format!(
+                        "{}() got an unexpected keyword argument '{name}'",
+                        self.name
+                    )));
+                }
+            }
+        }
+        let Some(leading) = all_given(leading) else {
+            return Err(self.missing(&leading));
+        };
+        let rest = positional.get(N..).unwrap_or(&[]);
+        // `context=None` means "copy the current context", as asyncio.
+        let context = context.filter(|c| !c.is_none());
+        Ok(Call {
+            leading,
+            rest,
+            context,
+        })
+    }
+}
+
+impl<const N: usize> Spec<N> {
+    /// Python's error for leading parameters given neither way.
+    fn missing(&self, given: &[Option<&Bound<'_, PyAny>>; N]) -> PyErr {
+        let missing: Vec<String> = self
+            .leading
+            .iter()
+            .zip(given)
+            .filter(|(_, v)| v.is_none())
+            .map(|(p, _)| format!("'{p}'"))
+            .collect();
+        PyTypeError::new_err(format!(
+            "{}() missing {} required positional argument{}: {}",
+            self.name,
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(" and ")
+        ))
+    }
+}
+
+/// `Some` of every value when none is missing.
+fn all_given<T: Copy, const N: usize>(values: [Option<T>; N]) -> Option<[T; N]> {
+    let filler = values.iter().flatten().next().copied()?;
+    let mut out = [filler; N];
+    for (slot, value) in out.iter_mut().zip(values) {
+        *slot = value?;
+    }
+    Some(out)
+}
+
+/// The C entry shared by the four methods: parse, run `body`, turn its
+/// result (or a Rust panic) into what CPython expects.
+///
+/// # Safety
+/// Called by CPython as a `METH_FASTCALL | METH_KEYWORDS` method of `Loop`:
+/// `slf` is a `Loop` (the method descriptor checks it), `args`/`nargs`/
+/// `kwnames` follow the vectorcall convention, and the GIL is held.
+unsafe fn entry<const N: usize>(
+    spec: &Spec<N>,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+    body: impl for<'a, 'py> FnOnce(&Bound<'py, Loop>, Call<'a, 'py, N>) -> PyResult<Py<PyAny>>,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls methods with the GIL held (attached thread).
+    let py = unsafe { Python::assume_attached() };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `slf` is a live `Loop` instance (checked by the method
+        // descriptor before the call), borrowed for the call.
+        let this = unsafe { Bound::ref_from_ptr(py, &slf).cast_unchecked::<Loop>() };
+        // SAFETY: `kwnames` is NULL or a tuple of str (vectorcall).
+        let kwnames = (!kwnames.is_null())
+            .then(|| unsafe { Bound::ref_from_ptr(py, &kwnames).cast_unchecked::<PyTuple>() });
+        let nargs = ffi::PyVectorcall_NARGS(nargsf as usize) as usize;
+        let total = nargs + kwnames.map_or(0, |k| k.len());
+        let args: &[*mut ffi::PyObject] = if total == 0 {
+            &[]
+        } else {
+            // SAFETY: the vectorcall array holds `nargs` positional then one
+            // value per keyword name, all live for the call.
+            unsafe { std::slice::from_raw_parts(args, total) }
+        };
+        // SAFETY: as just described.
+        let call = unsafe { spec.parse(py, args, nargs, kwnames)? };
+        body(this, call)
+    }));
+    let result = outcome.unwrap_or_else(|panic| {
+        Err(PyRuntimeError::new_err(format!(
+            "ferroloop internal error (Rust panic in {}): {}",
+            spec.name,
+            super::tick::panic_message(panic.as_ref())
+        )))
+    });
+    match result {
+        Ok(obj) => obj.into_ptr(),
+        Err(err) => {
+            err.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+const CALL_SOON: Spec<1> = Spec {
+    name: "call_soon",
+    leading: ["callback"],
+};
+const CALL_SOON_THREADSAFE: Spec<1> = Spec {
+    name: "call_soon_threadsafe",
+    leading: ["callback"],
+};
+const CALL_LATER: Spec<2> = Spec {
+    name: "call_later",
+    leading: ["delay", "callback"],
+};
+const CALL_AT: Spec<2> = Spec {
+    name: "call_at",
+    leading: ["when", "callback"],
+};
+
+/// The positional arguments after the leading ones, as a handle keeps them.
+fn call_args(py: Python<'_>, rest: &[*mut ffi::PyObject]) -> PyResult<CallArgs> {
+    // SAFETY: `rest` is a sub-slice of a vectorcall array (see `Call`).
+    unsafe { CallArgs::from_vector(py, rest) }
+}
+
+unsafe extern "C" fn call_soon(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: called by CPython as the method it is installed as.
+    unsafe {
+        entry(&CALL_SOON, slf, args, nargsf, kwnames, |this, call| {
+            let [callback] = call.leading;
+            let args = call_args(this.py(), call.rest)?;
+            Loop::call_soon(this, callback.clone(), args, call.context.cloned()).map(Py::into_any)
+        })
+    }
+}
+
+unsafe extern "C" fn call_soon_threadsafe(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: called by CPython as the method it is installed as.
+    unsafe {
+        entry(
+            &CALL_SOON_THREADSAFE,
+            slf,
+            args,
+            nargsf,
+            kwnames,
+            |this, call| {
+                let [callback] = call.leading;
+                let args = call_args(this.py(), call.rest)?;
+                Loop::call_soon_threadsafe(this, callback.clone(), args, call.context.cloned())
+                    .map(Py::into_any)
+            },
+        )
+    }
+}
+
+unsafe extern "C" fn call_later(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: called by CPython as the method it is installed as.
+    unsafe {
+        entry(&CALL_LATER, slf, args, nargsf, kwnames, |this, call| {
+            let [delay, callback] = call.leading;
+            if delay.is_none() {
+                return Err(PyTypeError::new_err("delay must not be None"));
+            }
+            let when = loop_core::clock::monotonic() + number_arg(delay, "delay")?;
+            let args = call_args(this.py(), call.rest)?;
+            let context = call.context.cloned();
+            Loop::new_timer(this, when, callback.clone(), args, context, "call_later")
+                .map(Py::into_any)
+        })
+    }
+}
+
+unsafe extern "C" fn call_at(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: called by CPython as the method it is installed as.
+    unsafe {
+        entry(&CALL_AT, slf, args, nargsf, kwnames, |this, call| {
+            let [when, callback] = call.leading;
+            if when.is_none() {
+                return Err(PyTypeError::new_err("when cannot be None"));
+            }
+            let when = number_arg(when, "when")?;
+            let args = call_args(this.py(), call.rest)?;
+            let context = call.context.cloned();
+            Loop::new_timer(this, when, callback.clone(), args, context, "call_at")
+                .map(Py::into_any)
+        })
+    }
+}
+
+/// The method table. CPython keeps a pointer to each entry for as long as
+/// the descriptor lives, so it is static.
+struct MethodDefs([ffi::PyMethodDef; 4]);
+
+// SAFETY: the table is never written after initialisation (CPython only
+// reads method definitions); its pointers are to static C strings and
+// functions.
+unsafe impl Sync for MethodDefs {}
+
+const fn def(
+    name: &'static CStr,
+    meth: ffi::PyCFunctionFastWithKeywords,
+    doc: &'static CStr,
+) -> ffi::PyMethodDef {
+    ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: meth,
+        },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: doc.as_ptr(),
+    }
+}
+
+static METHODS: MethodDefs = MethodDefs([
+    def(
+        c"call_soon",
+        call_soon,
+        c"call_soon($self, callback, *args, context=None)\n--\n\nArrange for callback(*args) to be called soon, in `context` (default: a copy of the current context).",
+    ),
+    def(
+        c"call_soon_threadsafe",
+        call_soon_threadsafe,
+        c"call_soon_threadsafe($self, callback, *args, context=None)\n--\n\nLike call_soon(), from any thread: wakes the loop.",
+    ),
+    def(
+        c"call_later",
+        call_later,
+        c"call_later($self, delay, callback, *args, context=None)\n--\n\nArrange for callback(*args) to be called after `delay` seconds.",
+    ),
+    def(
+        c"call_at",
+        call_at,
+        c"call_at($self, when, callback, *args, context=None)\n--\n\nArrange for callback(*args) to be called at loop time `when`.",
+    ),
+]);
+
+/// Put the four methods on the `Loop` type (once, at module init).
+pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
+    let ty = py.get_type::<Loop>();
+    for def in &METHODS.0 {
+        // SAFETY: `def` is a static, fully initialised method definition
+        // CPython only reads; the type is a live type object; the result is
+        // a new reference or NULL with an exception set.
+        let descr = unsafe {
+            let raw = ffi::PyDescr_NewMethod(
+                ty.as_type_ptr(),
+                (def as *const ffi::PyMethodDef).cast_mut(),
+            );
+            Bound::from_owned_ptr_or_err(py, raw)?
+        };
+        // SAFETY: `ml_name` is one of the static C strings above.
+        let name = unsafe { CStr::from_ptr(def.ml_name as *const c_char) };
+        ty.setattr(name.to_string_lossy().as_ref(), descr)?;
+    }
+    Ok(())
+}
