@@ -12,10 +12,14 @@
 use crate::poller::Notifier;
 use crate::Error;
 use concurrent_queue::ConcurrentQueue;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub struct Injector<T> {
     queue: ConcurrentQueue<T>,
+    /// Items pushed and not yet popped (counted before the push, so never
+    /// below what the queue holds): the loop checks it several times per
+    /// tick, and one load is cheaper than asking the queue.
+    queued: AtomicUsize,
     /// A wake-up was sent and the loop has not acknowledged it yet.
     wake_pending: AtomicBool,
     notifier: Notifier,
@@ -25,6 +29,7 @@ impl<T> Injector<T> {
     pub fn new(notifier: Notifier) -> Self {
         Injector {
             queue: ConcurrentQueue::unbounded(),
+            queued: AtomicUsize::new(0),
             wake_pending: AtomicBool::new(false),
             notifier,
         }
@@ -32,14 +37,22 @@ impl<T> Injector<T> {
 
     /// Queue `item` for the loop and wake it. Fails once closed.
     pub fn push(&self, item: T) -> Result<(), Error> {
-        self.queue.push(item).map_err(|_| Error::Closed)?;
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if self.queue.push(item).is_err() {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            return Err(Error::Closed);
+        }
         self.wake();
         Ok(())
     }
 
     /// Wake the loop without queueing anything (e.g. `stop()` from a thread).
     pub fn wake(&self) {
-        if !self.wake_pending.swap(true, Ordering::AcqRel) {
+        // A plain load first: in a burst the wake-up is already pending, and
+        // a read-only check keeps the flag's cache line shared with the loop.
+        if !self.wake_pending.load(Ordering::Acquire)
+            && !self.wake_pending.swap(true, Ordering::AcqRel)
+        {
             // A failing eventfd write means the poller is gone; the queue is
             // still drained by whoever owns it, so there is nothing to do.
             let _ = self.notifier.notify();
@@ -53,13 +66,15 @@ impl<T> Injector<T> {
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
+        self.queued.load(Ordering::Acquire) == 0
     }
 
     /// Loop side: take one queued item.
     #[inline]
     pub fn pop(&self) -> Option<T> {
-        self.queue.pop().ok()
+        let item = self.queue.pop().ok()?;
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+        Some(item)
     }
 
     /// Refuse further pushes (loop close); queued items can still be popped.
@@ -78,6 +93,24 @@ mod tests {
     use crate::reactor::Reactor;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
+
+    #[test]
+    fn is_empty_follows_pushes_pops_and_refused_pushes() {
+        let reactor: Reactor<()> = Reactor::new().unwrap();
+        let injector = Injector::new(reactor.notifier());
+        assert!(injector.is_empty());
+        injector.push(1u32).unwrap();
+        injector.push(2).unwrap();
+        assert!(!injector.is_empty());
+        assert_eq!(injector.pop(), Some(1));
+        assert!(!injector.is_empty());
+        assert_eq!(injector.pop(), Some(2));
+        assert!(injector.is_empty());
+        assert_eq!(injector.pop(), None);
+        injector.close();
+        assert!(injector.push(3).is_err());
+        assert!(injector.is_empty(), "a refused push is not counted");
+    }
 
     #[test]
     fn wakes_a_blocking_poll_and_keeps_order() {

@@ -24,6 +24,14 @@ impl<T> ReadyQueue<T> {
         Self::default()
     }
 
+    /// An empty queue that has not allocated (a placeholder while a
+    /// queue's storage is swapped out).
+    pub const fn unallocated() -> Self {
+        ReadyQueue {
+            queue: VecDeque::new(),
+        }
+    }
+
     #[inline]
     pub fn push(&mut self, item: T) {
         self.queue.push_back(item);

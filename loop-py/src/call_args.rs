@@ -66,6 +66,15 @@ impl CallArgs {
         }
     }
 
+    /// Drop knowing the GIL is held (see `handle::Fields::drop_attached`).
+    pub fn drop_attached(self, py: Python<'_>) {
+        match self {
+            CallArgs::None => {}
+            CallArgs::One(arg) => drop(arg.into_bound(py)),
+            CallArgs::Many(args) => drop(args.into_bound(py)),
+        }
+    }
+
     pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         match self {
             CallArgs::None => Ok(()),

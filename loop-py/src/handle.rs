@@ -50,6 +50,31 @@ pub struct Fields {
     saved_repr: Option<Py<PyAny>>,
 }
 
+impl Fields {
+    /// Drop the references knowing the GIL is held: a `Bound` decrefs
+    /// directly, where dropping a `Py` first asks a thread-local whether
+    /// the thread is attached (a `__tls_get_addr` call in a shared library).
+    fn drop_attached(self, py: Python<'_>) {
+        let Fields {
+            callback,
+            context,
+            loop_,
+            source_traceback,
+            saved_repr,
+        } = self;
+        if let Some(Callback { func, args }) = callback {
+            drop(func.into_bound(py));
+            args.drop_attached(py);
+        }
+        for obj in [context, loop_, source_traceback, saved_repr]
+            .into_iter()
+            .flatten()
+        {
+            drop(obj.into_bound(py));
+        }
+    }
+}
+
 /// State shared by both handle classes.
 pub struct Core {
     fields: GilCell<Fields>,
@@ -109,13 +134,17 @@ impl AnyHandle {
     /// Call with no loop state borrowed: emptying drops references.
     #[inline]
     pub fn release(self, py: Python<'_>) -> Option<Py<Handle>> {
-        let AnyHandle::Plain(handle) = self else {
-            return None;
+        let handle = match self {
+            AnyHandle::Plain(handle) => handle,
+            AnyHandle::Timer(timer) => {
+                drop(timer.into_bound(py));
+                return None;
+            }
         };
         let obj = handle.bind(py).as_any();
         if cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(obj) {
             let fields = handle.get().core.fields.with(py, std::mem::take);
-            drop(fields);
+            fields.drop_attached(py);
             // Dropping the fields ran arbitrary code; nothing can reach an
             // untracked, unreferenced handle, but check rather than assume.
             if is_sole_reference(obj) {
@@ -123,6 +152,7 @@ impl AnyHandle {
             }
         }
         track(obj);
+        drop(handle.into_bound(py));
         None
     }
 
@@ -292,11 +322,13 @@ impl Core {
         let Some((func, args, context)) = call else {
             return Ok(());
         };
-        let func = func.into_bound(py);
-        match pyapi::run_in_context(context.bind(py), &func, &args) {
+        let (func, context) = (func.into_bound(py), context.into_bound(py));
+        let result = match pyapi::run_in_context(&context, &func, &args) {
             Ok(()) => Ok(()),
             Err(err) => self.report_error(this, &func, &args, err),
-        }
+        };
+        args.drop_attached(py);
+        result
     }
 
     /// asyncio's `Handle._run` error path.

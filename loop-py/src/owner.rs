@@ -10,17 +10,15 @@
 use std::cell::{Ref, RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    static THREAD: u64 = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
-}
-
-/// A small, never-reused id for the calling thread (cheaper than
-/// `std::thread::current().id()`, which clones an `Arc`).
+/// The calling thread's id (`pthread_self`: one load from the thread
+/// pointer, where a Rust `thread_local!` in a shared library costs a
+/// `__tls_get_addr` call per state borrow). Never 0 for a live thread; an
+/// exited thread's id may be reused, which cannot confuse an owner check:
+/// a loop's owner gives it up before its thread can exit.
 #[inline]
 pub fn current_thread() -> u64 {
-    THREAD.with(|t| *t)
+    // SAFETY: pthread_self has no preconditions and cannot fail.
+    unsafe { libc::pthread_self() as u64 }
 }
 
 pub struct Owned<T> {

@@ -139,6 +139,9 @@ impl Loop {
     /// timers into the heap), in the order they were queued.
     #[inline]
     fn absorb_injected(&self, st: &mut State) {
+        if self.injector.is_empty() {
+            return;
+        }
         let mut received = 0;
         while let Some(handle) = self.injector.pop() {
             received += 1;
@@ -168,9 +171,7 @@ impl Loop {
     fn schedule(&self, handle: AnyHandle) -> PyResult<()> {
         match self.state.try_borrow_mut() {
             Ok(mut st) => {
-                if !self.injector.is_empty() {
-                    self.absorb_injected(&mut st);
-                }
+                self.absorb_injected(&mut st);
                 st.ready.push(handle);
                 Ok(())
             }

@@ -111,8 +111,9 @@ impl Loop {
                 fired += 1;
             }
             st.stats.timers_fired += fired;
-            let mut batch = ReadyQueue::new();
-            batch.swap(&mut st.spare);
+            // The batch takes the ready items; the ready queue takes the
+            // spare's storage (no allocation per tick).
+            let mut batch = std::mem::replace(&mut st.spare, ReadyQueue::unallocated());
             batch.swap(&mut st.ready);
             // Counted as a batch; the ones an exception leaves unrun are
             // taken back below.
