@@ -80,3 +80,65 @@ def test_a_handle_kept_by_the_caller_is_never_reused(loop):
     assert "kept_callback" in repr(kept)
     assert not kept.cancelled()
     assert kept._context is context
+
+
+def test_pending_timers_and_their_callbacks_survive_collections(loop):
+    # Scheduled timers are untracked while the loop holds them; the loop
+    # visits their references for the collector instead. Callbacks reachable
+    # only through pending timers, collected mid-run, must all still fire.
+    fired = []
+
+    class Payload:
+        def __init__(self, i):
+            self.i = i
+            self.me = self  # a cycle of its own, reachable only via the timer
+
+        def fire(self):
+            fired.append(self.i)
+
+    for i in range(3000):
+        loop.call_later(0.001 * (i % 7), Payload(i).fire)
+    loop.call_soon(gc.collect)
+    loop.call_later(0.002, gc.collect)
+    loop.call_later(0.05, loop.stop)
+    gc.collect()
+    loop.run_forever()
+    assert sorted(fired) == list(range(3000))
+
+
+def test_cycles_through_kept_timers_cancelled_en_masse_are_collected(loop):
+    # Enough cancellations to compact the heap: the timers leave it as
+    # garbage, and the ones a cycle still holds go back to the collector.
+    owners = [Owner() for _ in range(500)]
+    for owner in owners:
+        owner.handle = loop.call_later(3600, owner.callback)
+    refs = [weakref.ref(o) for o in owners]
+    for owner in owners:
+        owner.handle.cancel()
+    del owner
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    del owners
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_cycle_through_a_kept_pending_timer_is_collected_with_its_loop(loop_impl):
+    # An unclosed loop nobody references, with a pending timer and a queued
+    # callback that point back at it, is garbage: the collector must find
+    # the cycle through handles the loop keeps untracked.
+    import warnings
+
+    def make():
+        loop = loop_impl.new_event_loop()
+        owner = Owner()
+        owner.handle = loop.call_later(3600, owner.callback)
+        loop.call_soon(owner.callback)
+        return weakref.ref(loop), weakref.ref(owner)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # "unclosed event loop"
+        loop_ref, owner_ref = make()
+        gc.collect()
+    assert loop_ref() is None
+    assert owner_ref() is None

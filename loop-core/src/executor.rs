@@ -167,8 +167,13 @@ impl Runtime {
 impl Inner {
     /// Run the tasks that are ready now (those they wake run next round).
     fn run_ready_tasks(&self) {
-        while let Some(runnable) = self.injector.pop() {
-            self.local.borrow_mut().push(runnable);
+        if !self.injector.is_empty() {
+            let mut injected = Vec::new();
+            self.injector.take_all(&mut injected);
+            let mut local = self.local.borrow_mut();
+            for runnable in injected {
+                local.push(runnable);
+            }
         }
         let n = self.local.borrow().begin_tick();
         for _ in 0..n {

@@ -120,11 +120,21 @@ impl AnyHandle {
         }
     }
 
-    pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+    /// The loop's `__traverse__` visit of a handle it queues (see
+    /// [`visit_owned`]).
+    pub fn visit_owned(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         match self {
-            AnyHandle::Plain(h) => visit.call(h),
-            AnyHandle::Timer(h) => visit.call(h),
+            AnyHandle::Plain(h) => visit_owned(h, &h.get().core, visit),
+            AnyHandle::Timer(h) => Self::visit_timer(h, visit),
         }
+    }
+
+    /// [`visit_owned`] for a timer the loop holds in its heap.
+    pub fn visit_timer(
+        timer: &Py<TimerHandle>,
+        visit: &PyVisit<'_>,
+    ) -> Result<(), PyTraverseError> {
+        visit_owned(timer, &timer.get().core, visit)
     }
 
     /// The loop lets go of a handle (it ran, was skipped, or the loop
@@ -137,7 +147,7 @@ impl AnyHandle {
         let handle = match self {
             AnyHandle::Plain(handle) => handle,
             AnyHandle::Timer(timer) => {
-                drop(timer.into_bound(py));
+                release_timer(timer.into_bound(py));
                 return None;
             }
         };
@@ -228,9 +238,10 @@ impl NewHandle<'_> {
         Ok(handle)
     }
 
+    /// A timer about to be scheduled, untracked while the loop holds it.
     pub fn build_timer(self, when: f64, cancels: Arc<AtomicUsize>) -> PyResult<Py<TimerHandle>> {
         let py = self.callback.py();
-        Py::new(
+        let timer = Py::new(
             py,
             TimerHandle {
                 core: Core::new(self.into_fields()?),
@@ -238,7 +249,9 @@ impl NewHandle<'_> {
                 scheduled: AtomicBool::new(false),
                 cancels,
             },
-        )
+        )?;
+        untrack_while_queued(timer.bind(py));
+        Ok(timer)
     }
 }
 
@@ -473,17 +486,53 @@ fn is_exit_exception(py: Python<'_>, err: &PyErr) -> bool {
     err.is_instance_of::<PyKeyboardInterrupt>(py) || err.is_instance_of::<PySystemExit>(py)
 }
 
-/// Keep a fresh `call_soon` handle out of the cycle collector's lists while
-/// it waits in the ready queue: a burst of 10,000 queued callbacks otherwise
-/// makes every young collection walk them (measured: ~40 % of the collector's
-/// cost in `call_soon_burst`). A queued handle is reachable through the loop,
-/// so leaving it untracked can never let the collector free a live object;
-/// [`AnyHandle::release`] tracks it again if anyone holds it afterwards.
+/// How the loop's `__traverse__` visits a handle it holds. A tracked handle
+/// is visited as an object. An untracked one (queued or scheduled, see
+/// [`untrack_while_queued`]) is invisible to the collector, so the loop
+/// visits the handle's references in its place: the collector then still
+/// sees every reference the handle holds, counted once, and a cycle through
+/// a queued handle (a loop nobody closed, its handles pointing back at it)
+/// is found as it would be with the handle tracked. Only the loop holding
+/// the handle in its queue may do this, and only for its one reference.
+pub fn visit_owned<T>(
+    handle: &Py<T>,
+    core: &Core,
+    visit: &PyVisit<'_>,
+) -> Result<(), PyTraverseError> {
+    // SAFETY: a live GC-enabled object (every pyclass is); reading the
+    // tracked flag has no side effects.
+    if unsafe { pyo3::ffi::PyObject_GC_IsTracked(handle.as_ptr()) } != 0 {
+        visit.call(handle)
+    } else {
+        core.traverse(visit)
+    }
+}
+
+/// The loop lets go of a timer: back on the collector's lists if someone
+/// else still holds it (it was untracked while scheduled).
 #[inline]
-pub fn untrack_while_queued(handle: &Bound<'_, Handle>) {
+pub fn release_timer(timer: Bound<'_, TimerHandle>) {
+    if !is_sole_reference(timer.as_any()) {
+        track(timer.as_any());
+    }
+}
+
+/// Keep a handle out of the cycle collector's lists while the loop holds it:
+/// a fresh `call_soon` handle while it waits in the ready queue, a timer
+/// while it is scheduled. A burst of 10,000 queued callbacks otherwise makes
+/// every young collection walk them (measured: ~40 % of the collector's cost
+/// in `call_soon_burst`), and so does a heap of pending timers (a seventh of
+/// `timer_fire`'s instructions). A held handle is reachable through the
+/// loop, so leaving it untracked can never let the collector free a live
+/// object, and the loop's `__traverse__` visits its references in its place
+/// ([`visit_owned`]); [`AnyHandle::release`] and [`release_timer`] track it
+/// again if anyone holds it afterwards.
+#[inline]
+pub fn untrack_while_queued<T>(handle: &Bound<'_, T>) {
     #[cfg(not(Py_GIL_DISABLED))]
     // SAFETY: a live GC-enabled object (every pyclass is); untracking an
-    // object only removes it from the collector's lists.
+    // object only removes it from the collector's lists (a no-op if it is
+    // not on them).
     unsafe {
         pyo3::ffi::PyObject_GC_UnTrack(handle.as_ptr().cast())
     };
@@ -519,7 +568,7 @@ fn is_sole_reference(obj: &Bound<'_, PyAny>) -> bool {
 
 /// Put a handle (back) on the collector's lists if it is not on them.
 #[inline]
-fn track(obj: &Bound<'_, PyAny>) {
+pub fn track(obj: &Bound<'_, PyAny>) {
     let ptr = obj.as_ptr();
     // SAFETY: `ptr` is a live GC-enabled object held by `obj`; it is tracked
     // only if it is not tracked now (tracking twice is a fatal error).

@@ -13,7 +13,8 @@ use tick::{panic_message, RunGuard};
 
 use crate::call_args::CallArgs;
 use crate::errors::{closed, not_thread_safe, to_pyerr};
-use crate::handle::{AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
+use crate::gil_cell::GilCell;
+use crate::handle::{release_timer, track, AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
 use loop_core::clock;
@@ -33,12 +34,43 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// A timer in the heap.
-struct ScheduledTimer(Py<TimerHandle>);
+/// A timer in the heap, untracked by the cycle collector while it is there
+/// (see `handle::untrack_while_queued`). `None` only once taken out.
+struct ScheduledTimer(Option<Py<TimerHandle>>);
+
+impl ScheduledTimer {
+    fn new(timer: Py<TimerHandle>) -> Self {
+        ScheduledTimer(Some(timer))
+    }
+
+    /// Out of the heap to run: the ready queue's release tracks it again.
+    fn take(mut self) -> Option<Py<TimerHandle>> {
+        self.0.take()
+    }
+
+    fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match &self.0 {
+            Some(timer) => AnyHandle::visit_timer(timer, visit),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ScheduledTimer {
+    /// Dropped unrun (cancelled, compacted away, loop closed or freed):
+    /// back on the collector's lists if someone else holds it.
+    fn drop(&mut self) {
+        if let Some(timer) = self.0.take() {
+            // Without an interpreter to attach to (finalizing), the closure
+            // is dropped unrun and with it the reference: a plain decref.
+            let _ = Python::try_attach(move |py| release_timer(timer.into_bound(py)));
+        }
+    }
+}
 
 impl TimerEntry for ScheduledTimer {
     fn is_cancelled(&self) -> bool {
-        self.0.get().is_cancelled()
+        self.0.as_ref().is_none_or(|t| t.get().is_cancelled())
     }
 }
 
@@ -50,12 +82,12 @@ struct State {
     timers: Timers<ScheduledTimer>,
     reactor: Reactor<FdCallbacks>,
     events: Vec<Ready>,
-    /// Emptied `call_soon` handles for reuse.
-    pool: HandlePool,
     /// Run once this tick's callbacks have run (see [`TickEnd`]).
     tick_end: Vec<Box<dyn TickEnd>>,
     /// `loop.stats()`'s counters.
     stats: LoopStats,
+    /// Storage for the batches taken from the injector (kept for reuse).
+    injected: Vec<AnyHandle>,
 }
 
 /// Work a component defers to the end of the current tick, after every
@@ -83,6 +115,10 @@ pub struct Loop {
     clock_resolution: f64,
     timer_cancels: Arc<AtomicUsize>,
     task_factory: Mutex<Option<Py<PyAny>>>,
+    /// Emptied `call_soon` handles for reuse. Outside the loop's state so
+    /// that `call_soon_threadsafe` from another thread (GIL held) can take
+    /// one too: a producer thread otherwise allocates every handle.
+    pool: GilCell<HandlePool>,
 }
 
 /// References to drop once no loop state is borrowed: a decref can run
@@ -142,18 +178,24 @@ impl Loop {
         if self.injector.is_empty() {
             return;
         }
-        let mut received = 0;
-        while let Some(handle) = self.injector.pop() {
-            received += 1;
+        let State {
+            injected,
+            ready,
+            timers,
+            stats,
+            ..
+        } = st;
+        self.injector.take_all(injected);
+        stats.threadsafe_calls += injected.len() as u64;
+        for handle in injected.drain(..) {
             match handle {
                 AnyHandle::Timer(timer) => {
                     let when = timer.get().when;
-                    st.timers.push(when, ScheduledTimer(timer));
+                    timers.push(when, ScheduledTimer::new(timer));
                 }
-                plain => st.ready.push(plain),
+                plain => ready.push(plain),
             }
         }
-        st.stats.threadsafe_calls += received;
     }
 
     /// Run `hook` at the end of the current tick (or of the next one, when
@@ -184,7 +226,7 @@ impl Loop {
         handle.get().scheduled.store(true, Ordering::Release);
         match self.state.try_borrow_mut() {
             Ok(mut st) => {
-                st.timers.push(when, ScheduledTimer(handle));
+                st.timers.push(when, ScheduledTimer::new(handle));
                 Ok(())
             }
             Err(_) => self
@@ -213,11 +255,7 @@ impl Loop {
             }
             pyapi::check_callback(&callback, method)?;
         }
-        let pooled = this
-            .state
-            .try_borrow_mut()
-            .ok()
-            .and_then(|mut st| st.pool.take());
+        let pooled = this.pool.with(slf.py(), HandlePool::take);
         NewHandle {
             callback,
             args,
@@ -297,10 +335,10 @@ impl Loop {
             return Ok(());
         };
         for handle in st.ready.iter().chain(st.spare.iter()) {
-            handle.visit(&visit)?;
+            handle.visit_owned(&visit)?;
         }
         for timer in st.timers.iter() {
-            visit.call(&timer.0)?;
+            timer.visit(&visit)?;
         }
         for (_, fds) in st.reactor.iter() {
             visit.call(&fds.reader)?;
@@ -338,9 +376,9 @@ impl Loop {
                 timers: Timers::new(),
                 reactor,
                 events: Vec::with_capacity(64),
-                pool: HandlePool::default(),
                 tick_end: Vec::new(),
                 stats: LoopStats::new(),
+                injected: Vec::new(),
             }),
             injector,
             closed: AtomicBool::new(false),
@@ -350,6 +388,7 @@ impl Loop {
             clock_resolution: clock::resolution(),
             timer_cancels: Arc::new(AtomicUsize::new(0)),
             task_factory: Mutex::new(None),
+            pool: GilCell::new(HandlePool::default()),
         })
     }
 
@@ -558,11 +597,12 @@ impl Loop {
             st.reactor.close();
             (ready, timers, fds, deferred)
         };
-        let queued: Vec<AnyHandle> = std::iter::from_fn(|| self.injector.pop()).collect();
+        let mut queued: Vec<AnyHandle> = Vec::new();
+        self.injector.take_all(&mut queued);
         for handle in ready.into_iter().chain(queued) {
             drop(handle.release(py));
         }
-        let pooled = self.state()?.pool.clear();
+        let pooled = self.pool.with(py, HandlePool::clear);
         drop((timers, fds, pooled, deferred));
         Ok(())
     }
@@ -585,9 +625,12 @@ impl Loop {
     }
 
     /// Queue an existing handle as if by `call_soon`.
-    fn _schedule(&self, handle: Py<Handle>) -> PyResult<()> {
+    fn _schedule(&self, handle: Bound<'_, Handle>) -> PyResult<()> {
         self.check_closed()?;
-        self.schedule(AnyHandle::Plain(handle))
+        // It may be queued already: only a tracked handle may be queued
+        // twice (see `handle::visit_owned`).
+        track(handle.as_any());
+        self.schedule(AnyHandle::Plain(handle.unbind()))
     }
 
     /// The loop's counters and gauges (`LoopStats` in `_loop.py`). Loop

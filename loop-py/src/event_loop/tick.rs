@@ -106,9 +106,11 @@ impl Loop {
             };
             let mut fired = 0;
             while let Some(timer) = st.timers.pop_due(end, &mut graveyard) {
-                timer.0.get().scheduled.store(false, Ordering::Release);
-                st.ready.push(AnyHandle::Timer(timer.0));
-                fired += 1;
+                if let Some(timer) = timer.take() {
+                    timer.get().scheduled.store(false, Ordering::Release);
+                    st.ready.push(AnyHandle::Timer(timer));
+                    fired += 1;
+                }
             }
             st.stats.timers_fired += fired;
             // The batch takes the ready items; the ready queue takes the
@@ -130,7 +132,7 @@ impl Loop {
         while let Some(handle) = batch.pop() {
             let result = self.run_handle(slf, &handle, debug);
             if let Some(emptied) = handle.release(py) {
-                self.recycle(emptied);
+                self.recycle(py, emptied);
             }
             if let Err(err) = result {
                 // KeyboardInterrupt/SystemExit: the rest keep their place.
@@ -162,11 +164,8 @@ impl Loop {
     }
 
     /// Keep an emptied handle for the next `call_soon`.
-    pub(super) fn recycle(&self, handle: Py<Handle>) {
-        let overflow = match self.state.try_borrow_mut() {
-            Ok(mut st) => st.pool.put(handle),
-            Err(_) => Some(handle),
-        };
+    pub(super) fn recycle(&self, py: Python<'_>, handle: Py<Handle>) {
+        let overflow = self.pool.with(py, |pool| pool.put(handle));
         // An emptied handle holds no references: freeing it runs no Python.
         drop(overflow);
     }
