@@ -70,7 +70,7 @@ impl Drop for ScheduledTimer {
 
 impl TimerEntry for ScheduledTimer {
     fn is_cancelled(&self) -> bool {
-        self.0.as_ref().is_none_or(|t| t.get().is_cancelled())
+        self.0.as_ref().map_or(true, |t| t.get().is_cancelled())
     }
 }
 
