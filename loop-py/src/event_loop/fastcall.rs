@@ -197,89 +197,56 @@ fn call_args(py: Python<'_>, rest: &[*mut ffi::PyObject]) -> PyResult<CallArgs> 
     unsafe { CallArgs::from_vector(py, rest) }
 }
 
-unsafe extern "C" fn call_soon(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: called by CPython as the method it is installed as.
-    unsafe {
-        entry(&CALL_SOON, slf, args, nargsf, kwnames, |this, call| {
-            let [callback] = call.leading;
-            let args = call_args(this.py(), call.rest)?;
-            Loop::call_soon(this, callback.clone(), args, call.context.cloned()).map(Py::into_any)
-        })
-    }
+/// A `PyCFunctionFastWithKeywords` named `$name` that parses with `$spec`
+/// and runs `$body` (see [`entry`]).
+macro_rules! fastcall_method {
+    ($name:ident, $spec:expr, |$this:ident, $call:ident| $body:block) => {
+        unsafe extern "C" fn $name(
+            slf: *mut ffi::PyObject,
+            args: *const *mut ffi::PyObject,
+            nargsf: ffi::Py_ssize_t,
+            kwnames: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject {
+            // SAFETY: called by CPython as the method it is installed as.
+            unsafe { entry(&$spec, slf, args, nargsf, kwnames, |$this, $call| $body) }
+        }
+    };
 }
 
-unsafe extern "C" fn call_soon_threadsafe(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: called by CPython as the method it is installed as.
-    unsafe {
-        entry(
-            &CALL_SOON_THREADSAFE,
-            slf,
-            args,
-            nargsf,
-            kwnames,
-            |this, call| {
-                let [callback] = call.leading;
-                let args = call_args(this.py(), call.rest)?;
-                Loop::call_soon_threadsafe(this, callback.clone(), args, call.context.cloned())
-                    .map(Py::into_any)
-            },
-        )
-    }
-}
+fastcall_method!(call_soon, CALL_SOON, |this, call| {
+    let [callback] = call.leading;
+    let args = call_args(this.py(), call.rest)?;
+    Loop::call_soon(this, callback.clone(), args, call.context.cloned()).map(Py::into_any)
+});
 
-unsafe extern "C" fn call_later(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: called by CPython as the method it is installed as.
-    unsafe {
-        entry(&CALL_LATER, slf, args, nargsf, kwnames, |this, call| {
-            let [delay, callback] = call.leading;
-            if delay.is_none() {
-                return Err(PyTypeError::new_err("delay must not be None"));
-            }
-            let when = loop_core::clock::monotonic() + number_arg(delay, "delay")?;
-            let args = call_args(this.py(), call.rest)?;
-            let context = call.context.cloned();
-            Loop::new_timer(this, when, callback.clone(), args, context, "call_later")
-                .map(Py::into_any)
-        })
-    }
-}
+fastcall_method!(call_soon_threadsafe, CALL_SOON_THREADSAFE, |this, call| {
+    let [callback] = call.leading;
+    let args = call_args(this.py(), call.rest)?;
+    Loop::call_soon_threadsafe(this, callback.clone(), args, call.context.cloned())
+        .map(Py::into_any)
+});
 
-unsafe extern "C" fn call_at(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: called by CPython as the method it is installed as.
-    unsafe {
-        entry(&CALL_AT, slf, args, nargsf, kwnames, |this, call| {
-            let [when, callback] = call.leading;
-            if when.is_none() {
-                return Err(PyTypeError::new_err("when cannot be None"));
-            }
-            let when = number_arg(when, "when")?;
-            let args = call_args(this.py(), call.rest)?;
-            let context = call.context.cloned();
-            Loop::new_timer(this, when, callback.clone(), args, context, "call_at")
-                .map(Py::into_any)
-        })
+fastcall_method!(call_later, CALL_LATER, |this, call| {
+    let [delay, callback] = call.leading;
+    if delay.is_none() {
+        return Err(PyTypeError::new_err("delay must not be None"));
     }
-}
+    let when = loop_core::clock::monotonic() + number_arg(delay, "delay")?;
+    let args = call_args(this.py(), call.rest)?;
+    let context = call.context.cloned();
+    Loop::new_timer(this, when, callback.clone(), args, context, "call_later").map(Py::into_any)
+});
+
+fastcall_method!(call_at, CALL_AT, |this, call| {
+    let [when, callback] = call.leading;
+    if when.is_none() {
+        return Err(PyTypeError::new_err("when cannot be None"));
+    }
+    let when = number_arg(when, "when")?;
+    let args = call_args(this.py(), call.rest)?;
+    let context = call.context.cloned();
+    Loop::new_timer(this, when, callback.clone(), args, context, "call_at").map(Py::into_any)
+});
 
 /// The method table. CPython keeps a pointer to each entry for as long as
 /// the descriptor lives, so it is static.
