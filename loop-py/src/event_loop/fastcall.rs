@@ -14,6 +14,7 @@ use super::{number_arg, Loop};
 use crate::call_args::CallArgs;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use std::ffi::{c_char, CStr};
@@ -57,8 +58,15 @@ impl<const N: usize> Spec<N> {
         let mut context = None;
         if let Some(names) = kwnames {
             for (i, value) in values.iter().enumerate() {
-                let name = names.get_item(i)?;
-                let name = name.cast::<PyString>()?.to_str()?;
+                let name = names.get_borrowed_item(i)?;
+                // Every task step passes `context=` (the C `Task` with the
+                // interned name): a pointer compare before any string work.
+                if name.as_ptr() == intern!(py, "context").as_ptr() {
+                    context = Some(arg(value));
+                    continue;
+                }
+                let name = name.cast::<PyString>()?;
+                let name = name.to_str()?;
                 if name == "context" {
                     context = Some(arg(value));
                 } else if let Some(at) = self.leading.iter().position(|p| *p == name) {

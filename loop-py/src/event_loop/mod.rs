@@ -292,6 +292,7 @@ impl Loop {
         this.schedule_timer(handle.clone_ref(slf.py()))?;
         Ok(handle)
     }
+
     /// `call_soon` (entered from [`fastcall`]).
     fn call_soon(
         slf: &Bound<'_, Self>,
