@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from _helpers import PROMPT, run_until, spawn_child
+from _helpers import PROMPT, run_child, run_until, spawn_child
 
 
 @pytest.fixture
@@ -237,3 +237,26 @@ def test_ctrl_c_stops_run_of_a_long_sleep(loop_impl):
     )
     assert lines == ["KeyboardInterrupt"]
     assert elapsed < PROMPT
+
+
+def test_interrupt_main_from_a_c_callback_stops_an_idle_loop(loop_impl):
+    # `_thread.interrupt_main` trips SIGINT without a real signal, and as a C
+    # callback no bytecode follows it to run the handler: the loop itself
+    # must, before blocking with nothing else scheduled.
+    result = run_child(
+        loop_impl,
+        """
+        import _thread
+        loop = impl.new_event_loop()
+        loop.call_later(0.01, _thread.interrupt_main)
+        try:
+            loop.run_forever()
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt")
+            print("running:", loop.is_running())
+        loop.close()
+        """,
+        timeout=PROMPT * 2,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["KeyboardInterrupt", "running: False"]

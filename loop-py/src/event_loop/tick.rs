@@ -148,7 +148,10 @@ impl Loop {
             st.spare = batch;
         }
         self.run_tick_end(py);
-        Ok(())
+        // The bytecode boundary a C callback lacks: a signal it tripped
+        // (`_thread.interrupt_main`) is handled now, not after a poll that
+        // may block with nothing else scheduled.
+        py.check_signals()
     }
 
     /// The hooks deferred to the end of this tick. Hooks they add run at
