@@ -56,7 +56,7 @@ def main() -> None:
     big = instructions(args.contender, args.workload, 2 * args.n, args.out / f"{args.contender}-{args.workload}-2.out")
     # The worker's warm-up is a tenth of N (fib21: one smaller tree, the
     # same in both runs), so the larger run does this many more operations.
-    extra = args.n if args.workload == "fib21" else args.n + max(1, 2 * args.n // 10) - max(1, args.n // 10)
+    extra = args.n if args.workload.startswith("fib21") else args.n + max(1, 2 * args.n // 10) - max(1, args.n // 10)
     print(json.dumps({"contender": args.contender, "workload": args.workload, "instr_per_op": (big - small) / extra}))
 
 

@@ -53,6 +53,47 @@ def _header(result: dict) -> list[str]:
     return report.header(result, "Scheduling benchmark", text, notes)
 
 
+# The Queue comparison: the same round trips on ferroloop.Queue and on
+# cadeloop.Queue, on each contender's loop.
+QUEUE_PAIR = ("queue_pingpong_native", "queue_pingpong_cadeloop")
+
+
+def queue_table(result: dict) -> list[str]:
+    """ferroloop.Queue / cadeloop.Queue on each loop: the median over rounds
+    of the per-round ratio (both workloads measured in the same round);
+    [] when the two workloads did not both run."""
+    native, cade = QUEUE_PAIR
+    by_key = {
+        (m["round"], m["contender"], m["workload"]): m["ops_per_s"]
+        for m in result["measurements"]
+        if m["status"] == "ok" and m["workload"] in QUEUE_PAIR
+    }
+    rows = []
+    for contender in result["contenders"]:
+        ratios = [
+            by_key[(r, c, native)] / by_key[(r, c, cade)]
+            for (r, c, w) in by_key
+            if c == contender and w == native and (r, c, cade) in by_key
+        ]
+        if ratios:
+            rows.append(
+                f"| {contender} | {median(ratios):.3f} ({min(ratios):.2f}–{max(ratios):.2f}) | {len(ratios)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "## ferroloop.Queue / cadeloop.Queue, on each loop",
+        "",
+        "Median over rounds of the paired ratio of `queue_pingpong_native` to "
+        "`queue_pingpong_cadeloop` (above 1 = ferroloop.Queue ahead); (low–high) "
+        "is the range of the per-round ratios.",
+        "",
+        "| loop | ratio | rounds |",
+        "|---|---:|---:|",
+        *rows,
+    ]
+
+
 def markdown(result: dict) -> str:
     contenders = [n for n, c in result["contenders"].items() if c["available"]]
     with_subject = SUBJECT in contenders
@@ -81,6 +122,9 @@ def markdown(result: dict) -> str:
         "(above 1 = ferroloop ahead). threadsafe_throughput is noisy: read it as an "
         "order of magnitude.",
     ]
+    queue = queue_table(result)
+    if queue:
+        lines += ["", *queue]
     base = report.base_table(result, None, (("ops_per_s", "ops/s"),))
     if base:
         lines += ["", *base]

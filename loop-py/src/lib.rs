@@ -13,6 +13,7 @@ mod call_args;
 mod cli;
 mod errors;
 mod event_loop;
+mod future_ops;
 mod gil_cell;
 mod handle;
 mod owner;

@@ -43,6 +43,7 @@ cached_attr!(queue_empty, "asyncio", "QueueEmpty");
 cached_attr!(queue_full, "asyncio", "QueueFull");
 cached_attr!(queue_shut_down, "ferroloop._queue", "QueueShutDown");
 cached_attr!(get_running_loop, "asyncio.events", "_get_running_loop");
+cached_attr!(ferroloop_loop_class, "ferroloop._loop", "Loop");
 cached_attr!(heappush, "heapq", "heappush");
 cached_attr!(heappop, "heapq", "heappop");
 cached_attr!(generic_alias, "types", "GenericAlias");

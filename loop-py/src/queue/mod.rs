@@ -22,6 +22,7 @@ mod items;
 mod op;
 mod waiters;
 
+use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
 use crate::pyapi;
 use items::{Items, Kind};
@@ -116,6 +117,13 @@ impl QueueCore {
                     "{} is bound to a different event loop",
                     Self::__repr__(slf)?
                 )));
+            }
+        }
+        // ferroloop's own loop class: its native create_future, without the
+        // method lookup (a subclass may override it, so only the exact class).
+        if running.get_type().is(pyapi::ferroloop_loop_class(py)?) {
+            if let Ok(native) = running.cast::<Loop>() {
+                return Loop::create_future(native);
             }
         }
         running.call_method0(pyo3::intern!(py, "create_future"))

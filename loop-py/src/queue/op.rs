@@ -16,6 +16,7 @@
 use super::waiters::Which;
 use super::{shut_down, QueueCore};
 use crate::awaitable::{self, NativeAwaitable, Step};
+use crate::future_ops;
 use crate::gil_cell::GilCell;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::gc::PyVisit;
@@ -121,7 +122,7 @@ impl QueueOp {
         if let Some(waiter) = waiter {
             let waiter = waiter.into_bound(py);
             // `await future`'s resumption: its result, or its exception.
-            if let Err(err) = waiter.call_method0(intern!(py, "result")) {
+            if let Err(err) = future_ops::result(&waiter) {
                 self.recover(queue, &waiter)?;
                 return Err(err);
             }
@@ -168,7 +169,7 @@ impl QueueOp {
             .get()
             .waiters
             .push(py, self.which(), future.clone().unbind());
-        future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
+        future_ops::set_blocking(&future)?;
         let old = self
             .state
             .with(py, |s| s.waiter.replace(future.clone().unbind()));

@@ -7,9 +7,9 @@
 //! anything.
 
 use super::QueueCore;
+use crate::future_ops;
 use crate::gil_cell::GilCell;
 use pyo3::gc::PyVisit;
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use pyo3::PyTraverseError;
@@ -70,9 +70,7 @@ impl Waiters {
     /// asyncio's `_wakeup_next`: resolve the first waiter not done yet.
     pub fn wake_next(&self, py: Python<'_>, which: Which) -> PyResult<()> {
         while let Some(waiter) = self.pop(py, which) {
-            let waiter = waiter.bind(py);
-            if !waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
-                waiter.call_method1(intern!(py, "set_result"), (py.None(),))?;
+            if future_ops::resolve_if_pending(waiter.bind(py), &py.None().into_bound(py))? {
                 break;
             }
         }
@@ -83,10 +81,7 @@ impl Waiters {
     pub fn wake_all(&self, py: Python<'_>, which: Which) -> PyResult<()> {
         let all = self.lists.with(py, |l| std::mem::take(&mut l[slot(which)]));
         for waiter in all {
-            let waiter = waiter.bind(py);
-            if !waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
-                waiter.call_method1(intern!(py, "set_result"), (py.None(),))?;
-            }
+            future_ops::resolve_if_pending(waiter.bind(py), &py.None().into_bound(py))?;
         }
         Ok(())
     }

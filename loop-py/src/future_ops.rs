@@ -1,0 +1,126 @@
+//! The few calls the native code makes on asyncio futures it waits on or
+//! resolves: `done()`, `result()`, `set_result()`, and the
+//! `_asyncio_future_blocking` flag a yielded future carries.
+//!
+//! On an exact `asyncio.Future` (what asyncio's, uvloop's and ferroloop's
+//! `create_future()` return) each goes straight to the C method (or the
+//! flag's setter) looked up once, without the attribute lookup a method
+//! call does every time; any other future (a subclass, another library's)
+//! gets the ordinary method call, so an override is honoured.
+
+use crate::pyapi;
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+/// `asyncio.Future` and its own attributes, looked up once from its type dict.
+struct Slots {
+    future: Py<PyAny>,
+    done: Py<PyAny>,
+    result: Py<PyAny>,
+    set_result: Py<PyAny>,
+    blocking: Py<PyAny>,
+}
+
+fn slots(py: Python<'_>) -> PyResult<&'static Slots> {
+    static CELL: PyOnceLock<Slots> = PyOnceLock::new();
+    CELL.get_or_try_init(py, || {
+        let future = pyapi::future_type(py)?;
+        let attr = |name: &str| -> PyResult<Py<PyAny>> {
+            // From the class's own `__dict__`: the descriptor, not a bound method.
+            Ok(future.getattr("__dict__")?.get_item(name)?.unbind())
+        };
+        Ok::<_, PyErr>(Slots {
+            future: future.clone().unbind(),
+            done: attr("done")?,
+            result: attr("result")?,
+            set_result: attr("set_result")?,
+            blocking: attr("_asyncio_future_blocking")?,
+        })
+    })
+}
+
+/// The slots when `fut` is exactly `asyncio.Future`, else None.
+fn exact(fut: &Bound<'_, PyAny>) -> PyResult<Option<&'static Slots>> {
+    let s = slots(fut.py())?;
+    // SAFETY: reading the type pointer of a live object.
+    let exact = unsafe { ffi::Py_TYPE(fut.as_ptr()).cast::<ffi::PyObject>() } == s.future.as_ptr();
+    Ok(exact.then_some(s))
+}
+
+/// `descriptor(self, *args)`: a method descriptor called on its instance
+/// (`args` starts with `self`).
+fn call_descriptor<'py, const N: usize>(
+    py: Python<'py>,
+    descriptor: &Py<PyAny>,
+    args: [&Bound<'py, PyAny>; N],
+) -> PyResult<Bound<'py, PyAny>> {
+    let stack = args.map(|a| a.as_ptr());
+    // SAFETY: `stack` holds N live objects borrowed for the call; the
+    // result is a new reference or NULL with an exception set.
+    unsafe {
+        let result =
+            ffi::PyObject_Vectorcall(descriptor.as_ptr(), stack.as_ptr(), N, std::ptr::null_mut());
+        Bound::from_owned_ptr_or_err(py, result)
+    }
+}
+
+/// `fut.done()`.
+pub fn is_done(fut: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let done = match exact(fut)? {
+        Some(s) => call_descriptor(fut.py(), &s.done, [fut])?,
+        None => fut.call_method0(intern!(fut.py(), "done"))?,
+    };
+    done.is_truthy()
+}
+
+/// `fut.result()`: its result, or its exception raised.
+pub fn result<'py>(fut: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    match exact(fut)? {
+        Some(s) => call_descriptor(fut.py(), &s.result, [fut]),
+        None => fut.call_method0(intern!(fut.py(), "result")),
+    }
+}
+
+/// `fut.set_result(value)`.
+pub fn set_result(fut: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    match exact(fut)? {
+        Some(s) => call_descriptor(fut.py(), &s.set_result, [fut, value]).map(drop),
+        None => fut
+            .call_method1(intern!(fut.py(), "set_result"), (value,))
+            .map(drop),
+    }
+}
+
+/// `if not fut.done(): fut.set_result(value)`; true if it resolved it.
+pub fn resolve_if_pending(fut: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if is_done(fut)? {
+        return Ok(false);
+    }
+    set_result(fut, value)?;
+    Ok(true)
+}
+
+/// `fut._asyncio_future_blocking = True`: what `await fut` sets before
+/// yielding it, and what a task checks on what it is given.
+pub fn set_blocking(fut: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = fut.py();
+    let Some(s) = exact(fut)? else {
+        return fut.setattr(intern!(py, "_asyncio_future_blocking"), true);
+    };
+    let descriptor = s.blocking.bind(py);
+    // SAFETY: `descriptor` is the getset descriptor from asyncio.Future's
+    // own dict and `fut` is an exact instance of that type, so its
+    // `tp_descr_set` applies; it returns 0, or -1 with an exception set.
+    let status = unsafe {
+        match (*ffi::Py_TYPE(descriptor.as_ptr())).tp_descr_set {
+            Some(set) => set(descriptor.as_ptr(), fut.as_ptr(), ffi::Py_True()),
+            None => return fut.setattr(intern!(py, "_asyncio_future_blocking"), true),
+        }
+    };
+    if status < 0 {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(())
+}
