@@ -10,6 +10,7 @@ use super::connection::HttpConnection;
 use crate::asgi::messages::{self, Message, Sent};
 use crate::asgi::{scope, ClientDisconnected};
 use crate::event_loop::Loop;
+use crate::future_ops;
 use loop_core::clock;
 use loop_http::{BodyRead, ResponsePart, SendError};
 use pyo3::exceptions::PyRuntimeError;
@@ -33,12 +34,7 @@ fn reentered(_: PyBorrowMutError) -> PyErr {
 
 /// Resolve `waiter` unless the app cancelled it.
 fn resolve(waiter: &Bound<'_, PyAny>, value: Bound<'_, PyAny>) -> PyResult<bool> {
-    let py = waiter.py();
-    if waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
-        return Ok(false);
-    }
-    waiter.call_method1(intern!(py, "set_result"), (value,))?;
-    Ok(true)
+    future_ops::resolve_if_pending(waiter, &value)
 }
 
 /// Hand received body to the waiting `receive()`.
@@ -46,7 +42,7 @@ pub(in crate::asgi) fn deliver(conn: &Bound<'_, HttpConnection>) -> PyResult<()>
     let py = conn.py();
     let waiter = conn.borrow_mut().waiters.receive.take();
     let live = match &waiter {
-        Some(w) => !w.bind(py).call_method0(intern!(py, "done"))?.is_truthy()?,
+        Some(w) => !future_ops::is_done(w.bind(py))?,
         None => false,
     };
     let (Some(waiter), true) = (waiter, live) else {
@@ -91,14 +87,14 @@ pub(in crate::asgi) fn end_for_app(conn: &Bound<'_, HttpConnection>) -> PyResult
     }
     if let Some(waiter) = send {
         let waiter = waiter.bind(py);
-        if !waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
+        if !future_ops::is_done(waiter)? {
             if disconnected {
                 waiter.call_method1(
                     intern!(py, "set_exception"),
                     (client_disconnected().into_value(py),),
                 )?;
             } else {
-                waiter.call_method1(intern!(py, "set_result"), (py.None(),))?;
+                future_ops::set_result(waiter, &py.None().into_bound(py))?;
             }
         }
     }
@@ -139,7 +135,7 @@ fn receive<'py>(conn: &Bound<'py, HttpConnection>, id: u64) -> PyResult<Bound<'p
         .as_ref()
         .map(|w| w.clone_ref(py));
     let busy = match pending {
-        Some(w) => !w.bind(py).call_method0(intern!(py, "done"))?.is_truthy()?,
+        Some(w) => !future_ops::is_done(w.bind(py))?,
         None => false,
     };
     let read = {
@@ -150,13 +146,10 @@ fn receive<'py>(conn: &Bound<'py, HttpConnection>, id: u64) -> PyResult<Bound<'p
     let future = Loop::create_future(event_loop.bind(py))?;
     match read {
         BodyRead::Disconnect => {
-            future.call_method1(intern!(py, "set_result"), (scope::disconnect_message(py)?,))?;
+            future_ops::set_result(&future, scope::disconnect_message(py)?.as_any())?;
         }
         BodyRead::Data(body, more) => {
-            future.call_method1(
-                intern!(py, "set_result"),
-                (scope::request_message(py, &body, more)?,),
-            )?;
+            future_ops::set_result(&future, scope::request_message(py, &body, more)?.as_any())?;
             // Room in the body buffer again: parse what is pending.
             HttpConnection::process(conn)?;
         }

@@ -15,10 +15,10 @@ use super::exchange::{client_disconnected, protocol_error, send_error};
 use crate::asgi::messages::FileBody;
 use crate::asgi::shared::ServerShared;
 use crate::event_loop::Loop;
+use crate::future_ops;
 use loop_core::clock;
 use loop_http::ResponsePart;
 use loop_transports::{FileProgress, FileSend};
-use pyo3::intern;
 use pyo3::prelude::*;
 use std::io::{Seek, SeekFrom};
 
@@ -172,10 +172,7 @@ fn go_on(conn: &Bound<'_, HttpConnection>) -> PyResult<()> {
     let py = conn.py();
     let waiter = conn.borrow_mut().waiters.send.take();
     if let Some(waiter) = waiter {
-        let waiter = waiter.bind(py);
-        if !waiter.call_method0(intern!(py, "done"))?.is_truthy()? {
-            waiter.call_method1(intern!(py, "set_result"), (py.None(),))?;
-        }
+        future_ops::resolve_if_pending(waiter.bind(py), &py.None().into_bound(py))?;
     }
     HttpConnection::flush(conn)
 }

@@ -11,6 +11,7 @@ use crate::asgi::settings::{WRITE_HIGH, WRITE_LOW};
 use crate::asgi::shared::{sync_fd_interest, Interest, ServerShared};
 use crate::asgi::tls::is_reset;
 use crate::event_loop::Loop;
+use crate::future_ops;
 use loop_core::clock;
 use loop_transports::{LayerRead, LayeredStream, Write};
 use loop_ws::{CloseCode, DeflateParams, MessageKind, SendError, State, TimerAction};
@@ -244,10 +245,7 @@ fn release_writer(slf: &Bound<'_, WsSession>) -> PyResult<()> {
         me.send_waiter.take()
     };
     if let Some(waiter) = waiter {
-        let w = waiter.bind(py);
-        if !w.call_method0(intern!(py, "done"))?.is_truthy()? {
-            w.call_method1(intern!(py, "set_result"), (py.None(),))?;
-        }
+        future_ops::resolve_if_pending(waiter.bind(py), &py.None().into_bound(py))?;
     }
     Ok(())
 }

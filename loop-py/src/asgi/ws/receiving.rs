@@ -23,6 +23,7 @@ use super::session::{self, WsSession};
 use crate::asgi::app_task::AppTask;
 use crate::awaitable::{self, NativeAwaitable, Step};
 use crate::event_loop::Loop;
+use crate::future_ops;
 use crate::pyapi;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::intern;
@@ -84,14 +85,12 @@ impl Receiving {
             }
             State::Future(future) => {
                 let fut = future.bind(py);
-                if !fut.call_method0(intern!(py, "done"))?.is_truthy()? {
-                    fut.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
+                if !future_ops::is_done(fut)? {
+                    future_ops::set_blocking(fut)?;
                     slf.borrow_mut().state = State::Future(future.clone_ref(py));
                     return Ok(Step::Yield(future));
                 }
-                Ok(Step::Return(
-                    fut.call_method0(intern!(py, "result"))?.unbind(),
-                ))
+                Ok(Step::Return(future_ops::result(fut)?.unbind()))
             }
             State::Cancelled(msg) => {
                 let err = match msg {
@@ -130,7 +129,7 @@ impl Receiving {
         }
         let future = Loop::create_future(event_loop.bind(py))?;
         session::wait_with(session, future.clone().unbind())?;
-        future.setattr(intern!(py, "_asyncio_future_blocking"), true)?;
+        future_ops::set_blocking(&future)?;
         slf.borrow_mut().state = State::Future(future.clone().unbind());
         Ok(Step::Yield(future.unbind()))
     }

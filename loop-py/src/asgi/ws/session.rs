@@ -20,6 +20,7 @@ use crate::asgi::settings::WRITE_HIGH;
 use crate::asgi::shared::ServerShared;
 use crate::asgi::ClientDisconnected;
 use crate::event_loop::Loop;
+use crate::future_ops;
 use loop_transports::LayeredStream;
 use loop_ws::{CloseCode, Message, MessageKind, Offer, State};
 use pyo3::exceptions::PyRuntimeError;
@@ -249,7 +250,7 @@ fn event_dict<'py>(py: Python<'py>, event: Event) -> PyResult<Delivered<'py>> {
 fn is_pending(waiter: &Option<Py<PyAny>>, py: Python<'_>) -> PyResult<bool> {
     match waiter {
         Some(w) if w.bind(py).is_instance_of::<Receiving>() => Ok(true),
-        Some(w) => Ok(!w.bind(py).call_method0(intern!(py, "done"))?.is_truthy()?),
+        Some(w) => Ok(!future_ops::is_done(w.bind(py))?),
         None => Ok(false),
     }
 }
@@ -392,7 +393,7 @@ pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>, now: bool) -> PyResult<(
             }
         }
         Err(_) => {
-            waiter.call_method1(py, intern!(py, "set_result"), (msg,))?;
+            future_ops::set_result(waiter.bind(py), msg.as_any())?;
             if resume {
                 io::resume_input(slf)?;
             }
