@@ -195,3 +195,36 @@ def test_each_worker_imports_the_app_unless_preload(spawn, tmp_path, preload):
     else:
         # After the fork, in each worker (the parent never imports it).
         assert imported_in(imports) == pids
+
+
+def test_sigterm_to_every_process_at_once_is_a_clean_stop(spawn):
+    """systemd's default KillMode=control-group (and `pkill -f`) signal the
+    parent and every worker at the same moment. Workers that exit before the
+    parent sees its own signal are not crashes: nothing is logged as an
+    error and no replacement starts."""
+    server = spawn("--workers", "2")
+    pids = server.wait_workers(2)
+    assert server.answering_pids(2) == pids
+    for pid in sorted(pids):  # the workers first: their exits race the parent's signal
+        os.kill(pid, signal.SIGTERM)
+    os.kill(server.pid, signal.SIGTERM)
+    assert server.proc.wait(timeout=30) == 0
+    out = server.output()
+    assert "ERROR" not in out, out
+    assert out.count("Started server process") == 2, out
+    assert not any(alive(p) for p in pids)
+
+
+def test_a_worker_stopped_from_outside_is_replaced_without_an_error(spawn):
+    """A worker sent SIGTERM on its own drains, exits 0 and is replaced;
+    that is logged, but not as an error (a crash or kill -9 is)."""
+    server = spawn("--workers", "2")
+    pids = server.wait_workers(2)
+    assert server.answering_pids(2) == pids
+    victim = min(pids)
+    os.kill(victim, signal.SIGTERM)  # it drains and exits 0
+    server.wait_workers(2, not_in={victim})
+    out = server.output()
+    assert f"Child process [{victim}] exited: worker" in out and "not asked to by the parent" in out, out
+    assert "ERROR" not in out, out
+    assert server.stop(signal.SIGTERM) == 0

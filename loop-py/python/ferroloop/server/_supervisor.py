@@ -47,6 +47,9 @@ CRASH_WINDOW = 5.0
 CRASH_LOOP = 5
 #: Restart back-off after a quick death: 0.1 s doubling, at most 5 s.
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
+#: A worker that exited 0 without being asked is replaced after at least
+#: this: long enough for a stop signal sent to the parent at the same time.
+OUTSIDE_STOP_GRACE = 0.5
 #: How often the supervisor checks on its workers (ping, RSS, lifetime).
 TICK = 1.0
 #: A new worker must be ready within this (or the graceful timeout, if longer).
@@ -388,7 +391,18 @@ class Supervisor:
             return
         if self.stopping:
             return
-        logger.error("Child process [%d] died: worker %s %s", w.pid, w.label, how)
+        # Exit code 0 unasked (or SIGTERM/SIGINT's default action, before the
+        # worker's handlers are in): the worker was signalled directly, e.g.
+        # by systemd's default KillMode=control-group or `pkill`, which
+        # signal every process at once. Not a crash; and the parent's own
+        # signal may be a moment behind, so its replacement waits a little.
+        stopped_from_outside = (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0) or (
+            os.WIFSIGNALED(status) and os.WTERMSIG(status) in (signal.SIGTERM, signal.SIGINT)
+        )
+        if stopped_from_outside:
+            logger.info("Child process [%d] exited: worker %s %s, not asked to by the parent", w.pid, w.label, how)
+        else:
+            logger.error("Child process [%d] died: worker %s %s", w.pid, w.label, how)
         if not serving and not (w.replacing and w.slot not in self.slots):
             return  # a candidate that never served: its replace() reports it
         quick = time.monotonic() - w.started < CRASH_WINDOW and not w.health_killed
@@ -411,6 +425,8 @@ class Supervisor:
         if w.replacing:
             return  # its replace() promotes the candidate, or respawns the slot if that fails
         delay = 0.0 if not deaths else min(BACKOFF_MAX, BACKOFF_FIRST * 2 ** (deaths - 1))
+        if stopped_from_outside:
+            delay = max(delay, OUTSIDE_STOP_GRACE)
         if delay:
             logger.info("Restarting worker %s in %.1f s", w.label, delay)
         self._loop.call_later(delay, self._respawn, w.slot)
