@@ -10,7 +10,7 @@ from summary import BASELINE, SUBJECT
 
 # ferroloop's figure against "the best Rust peer" picks per workload whichever
 # of these had the higher median.
-RUST_PEERS = ("rloop", "cadeloop")
+RUST_PEERS = ("rloop", "cadeloop", "rsloop")
 
 
 def _cell(cell: dict | None, show_x_asyncio: bool) -> str:
@@ -100,7 +100,7 @@ def markdown(result: dict) -> str:
     show_x_asyncio = BASELINE in contenders
     columns = ["workload", "n"] + [f"{c} ops/s" for c in contenders]
     if with_subject:
-        columns += ["ferroloop/uvloop", "ferroloop/best of rloop, cadeloop"]
+        columns += ["ferroloop/uvloop", "ferroloop/best of rloop, cadeloop, rsloop"]
     lines = _header(result)
     lines.append("| " + " | ".join(columns) + " |")
     lines.append("|" + "---|" + "---:|" * (len(columns) - 1))
