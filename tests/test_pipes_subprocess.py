@@ -5,6 +5,7 @@ codes), reaped without the child-watcher API on ferroloop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -77,6 +78,15 @@ def test_subprocess_shell(loop):
     assert loop.run_until_complete(main()) == (b"42\n", 3)
 
 
+def _proc_status(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            keep = ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+            return "; ".join(line.strip() for line in f if line.startswith(keep))
+    except OSError as exc:
+        return f"no /proc entry ({exc})"
+
+
 @pytest.mark.parametrize("how", ["kill", "terminate", "send_signal"])
 def test_subprocess_signals(loop, how):
     async def main():
@@ -87,7 +97,16 @@ def test_subprocess_signals(loop, how):
             proc.send_signal(signal.SIGINT)
         else:
             getattr(proc, how)()
-        return await asyncio.wait_for(proc.wait(), 10)
+        try:
+            return await asyncio.wait_for(proc.wait(), 10)
+        except asyncio.TimeoutError:
+            # Seen once in CI (send_signal, 3.11, ferroloop): say whether the
+            # child is still running (a signal blocked or ignored: SigBlk /
+            # SigIgn / SigPnd) or a zombie the loop did not notice.
+            status = _proc_status(proc.pid)
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            raise AssertionError(f"no exit 10 s after {how}: {status}") from None
 
     expected = {"kill": -signal.SIGKILL, "terminate": -signal.SIGTERM, "send_signal": 1}[how]
     code = loop.run_until_complete(main())
