@@ -47,8 +47,9 @@ CRASH_WINDOW = 5.0
 CRASH_LOOP = 5
 #: Restart back-off after a quick death: 0.1 s doubling, at most 5 s.
 BACKOFF_FIRST, BACKOFF_MAX = 0.1, 5.0
-#: A worker that exited 0 without being asked is replaced after at least
-#: this: long enough for a stop signal sent to the parent at the same time.
+#: A worker stopped from outside (exit 0, or SIGTERM/SIGINT's default action,
+#: without the parent asking) is replaced after at least this: long enough
+#: for a stop signal sent to the parent at the same time.
 OUTSIDE_STOP_GRACE = 0.5
 #: How often the supervisor checks on its workers (ping, RSS, lifetime).
 TICK = 1.0
