@@ -92,6 +92,12 @@ impl<T> Injector<T> {
         self.queued.load(Ordering::Acquire) == 0
     }
 
+    /// Items queued and not taken yet (read without locking).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+
     /// Loop side: move every queued item, in order, to the end of `into`.
     /// An empty `into` is swapped in whole, so its storage becomes the
     /// next batch's (no allocation in steady state).
@@ -126,13 +132,14 @@ mod tests {
     use std::time::{Duration, Instant};
 
     #[test]
-    fn is_empty_follows_pushes_takes_and_refused_pushes() {
+    fn is_empty_and_len_follow_pushes_takes_and_refused_pushes() {
         let reactor: Reactor<()> = Reactor::new().unwrap();
         let injector = Injector::new(reactor.notifier());
         assert!(injector.is_empty());
         injector.push(1u32).unwrap();
         injector.push(2).unwrap();
         assert!(!injector.is_empty());
+        assert_eq!(injector.len(), 2);
         let mut got = vec![0];
         injector.take_all(&mut got);
         assert_eq!(got, [0, 1, 2], "appended in order after what was there");
@@ -146,6 +153,7 @@ mod tests {
         injector.close();
         assert!(injector.push(3).is_err());
         assert!(injector.is_empty(), "a refused push is not counted");
+        assert_eq!(injector.len(), 0);
     }
 
     #[test]

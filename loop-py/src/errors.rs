@@ -29,10 +29,12 @@ pub fn os_error(err: &std::io::Error) -> PyErr {
     }
 }
 
+#[cold]
 pub fn closed() -> PyErr {
     PyRuntimeError::new_err("Event loop is closed")
 }
 
+#[cold]
 pub fn not_thread_safe() -> PyErr {
     PyRuntimeError::new_err(
         "Non-thread-safe operation invoked on an event loop other than the current one",

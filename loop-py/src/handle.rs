@@ -23,6 +23,7 @@ use crate::call_args::CallArgs;
 use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
 use crate::pyapi;
+use crate::shared_context::{self, Sharing};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
 use pyo3::gc::PyVisit;
@@ -44,6 +45,9 @@ struct Callback {
 pub struct Fields {
     callback: Option<Callback>,
     context: Option<Py<PyAny>>,
+    /// `context` is the loop's shared implicit snapshot: run in a copy, and
+    /// hand out a private copy (see `shared_context`).
+    context_shared: bool,
     loop_: Option<Py<PyAny>>,
     source_traceback: Option<Py<PyAny>>,
     /// repr captured at cancel time in debug mode (asyncio's `_repr`).
@@ -58,6 +62,7 @@ impl Fields {
         let Fields {
             callback,
             context,
+            context_shared: _,
             loop_,
             source_traceback,
             saved_repr,
@@ -179,17 +184,21 @@ pub struct NewHandle<'py> {
     pub context: Option<Bound<'py, PyAny>>,
     pub event_loop: &'py Bound<'py, PyAny>,
     pub debug: bool,
+    /// The loop's snapshot, for a handle that may share it (`call_soon*`);
+    /// `None` gives an implicit context a private copy.
+    pub sharing: Option<Sharing<'py>>,
 }
 
 impl NewHandle<'_> {
     fn into_fields(self) -> PyResult<Fields> {
         let py = self.callback.py();
-        let context = match self.context {
-            Some(ctx) if !ctx.is_none() => ctx,
-            _ => pyapi::copy_current_context(py)?,
+        let (context, context_shared) = match (self.context, self.sharing) {
+            (Some(ctx), _) if !ctx.is_none() => (ctx, false),
+            (_, Some(sharing)) => shared_context::implicit_context(py, sharing)?,
+            (_, None) => (pyapi::copy_current_context(py)?, false),
         };
         let source_traceback = if self.debug {
-            Some(pyapi::extract_stack(py)?.call0()?.unbind())
+            Some(source_traceback(py)?)
         } else {
             None
         };
@@ -199,6 +208,7 @@ impl NewHandle<'_> {
                 args: self.args,
             }),
             context: Some(context.unbind()),
+            context_shared,
             loop_: Some(self.event_loop.clone().unbind()),
             source_traceback,
             saved_repr: None,
@@ -253,6 +263,13 @@ impl NewHandle<'_> {
         untrack_while_queued(timer.bind(py));
         Ok(timer)
     }
+}
+
+/// Where a handle was created (debug mode only).
+#[cold]
+#[inline(never)]
+fn source_traceback(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(pyapi::extract_stack(py)?.call0()?.unbind())
 }
 
 /// Emptied `call_soon` handles of one loop, ready for reuse.
@@ -330,12 +347,21 @@ impl Core {
                 cb.func.clone_ref(py),
                 cb.args.clone_ref(py),
                 ctx.clone_ref(py),
+                f.context_shared,
             ))
         });
-        let Some((func, args, context)) = call else {
+        let Some((func, args, context, shared)) = call else {
             return Ok(());
         };
-        let (func, context) = (func.into_bound(py), context.into_bound(py));
+        let (func, mut context) = (func.into_bound(py), context.into_bound(py));
+        if shared {
+            // A failed copy (MemoryError) is the callback's error, reported
+            // as one; only exit exceptions leave `run`.
+            match shared_context::private_copy(&context) {
+                Ok(own) => context = own,
+                Err(err) => return self.report_error(this, &func, &args, err),
+            }
+        }
         let result = match pyapi::run_in_context(&context, &func, &args) {
             Ok(()) => Ok(()),
             Err(err) => self.report_error(this, &func, &args, err),
@@ -344,7 +370,10 @@ impl Core {
         result
     }
 
-    /// asyncio's `Handle._run` error path.
+    /// asyncio's `Handle._run` error path (out of line: `run` is the
+    /// hottest function of the loop and this is most of its code).
+    #[cold]
+    #[inline(never)]
     fn report_error(
         &self,
         this: &Bound<'_, PyAny>,
@@ -423,6 +452,36 @@ impl Core {
             .fields
             .with(py, |f| f.callback.as_ref().map(|cb| cb.args.clone_ref(py)));
         args.map(|a| a.to_tuple(py)).transpose()
+    }
+
+    /// The context the callback runs in; a shared snapshot is first
+    /// replaced by a private copy, so the caller and the callback see one
+    /// context (as a handle's own copy in asyncio).
+    fn context(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Some((ctx, shared)) = self.fields.with(py, |f| {
+            f.context
+                .as_ref()
+                .map(|c| (c.clone_ref(py), f.context_shared))
+        }) else {
+            return Ok(None);
+        };
+        if !shared {
+            return Ok(Some(ctx));
+        }
+        let own = shared_context::private_copy(ctx.bind(py))?.unbind();
+        let replaced = self.fields.with(py, |f| {
+            // Still the same shared snapshot (making the copy could run a
+            // collection, and so other code): swap in the private copy.
+            match &f.context {
+                Some(c) if f.context_shared && c.is(&ctx) => {
+                    f.context_shared = false;
+                    f.context.replace(own.clone_ref(py))
+                }
+                _ => None,
+            }
+        });
+        drop(replaced);
+        Ok(self.field(py, |f| f.context.as_ref()))
     }
 
     fn field(
@@ -599,8 +658,8 @@ macro_rules! handle_pymethods {
                 self.core.is_cancelled()
             }
 
-            fn get_context(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-                self.core.field(py, |f| f.context.as_ref())
+            fn get_context(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+                self.core.context(py)
             }
 
             /// Run now, as asyncio's private `Handle._run()` (used by some tests).
@@ -629,8 +688,8 @@ macro_rules! handle_pymethods {
             }
 
             #[getter]
-            fn _context(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-                self.core.field(py, |f| f.context.as_ref())
+            fn _context(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+                self.core.context(py)
             }
 
             #[getter]

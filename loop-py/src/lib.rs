@@ -19,6 +19,7 @@ mod handle;
 mod owner;
 mod pyapi;
 mod queue;
+mod shared_context;
 mod sockio;
 #[cfg(feature = "test-hooks")]
 mod testing;
@@ -26,6 +27,7 @@ mod testing;
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_loop::Loop>()?;
+    shared_context::check_layout(m.py())?;
     event_loop::install_fastcall_methods(m.py())?;
     m.add_function(wrap_pyfunction!(sockio::sock_send, m)?)?;
     m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;

@@ -128,12 +128,7 @@ pub fn run_in_context<'py>(
 ) -> PyResult<()> {
     let py = context.py();
     if !is_context(context) {
-        // Not a real Context (a user passed something else): let Python
-        // raise what `context.run` raises.
-        let mut call_args = vec![func.clone()];
-        call_args.extend(args.to_tuple(py)?.iter());
-        context.call_method1("run", PyTuple::new(py, call_args)?)?;
-        return Ok(());
+        return run_in_foreign_context(context, func, args);
     }
     // SAFETY: `context` is an exact Context. Enter fails (returns -1 with
     // RuntimeError set) if it is already entered; Exit is called exactly once
@@ -156,7 +151,24 @@ pub fn run_in_context<'py>(
     }
 }
 
+/// Not a real Context (a user passed something else): let Python raise
+/// what `context.run` raises. Kept out of line, off the hot path.
+#[cold]
+#[inline(never)]
+fn run_in_foreign_context<'py>(
+    context: &Bound<'py, PyAny>,
+    func: &Bound<'py, PyAny>,
+    args: &CallArgs,
+) -> PyResult<()> {
+    let py = context.py();
+    let mut call_args = vec![func.clone()];
+    call_args.extend(args.to_tuple(py)?.iter());
+    context.call_method1("run", PyTuple::new(py, call_args)?)?;
+    Ok(())
+}
+
 /// asyncio's `_check_callback` (debug mode only, as in asyncio).
+#[cold]
 pub fn check_callback(callback: &Bound<'_, PyAny>, method: &str) -> PyResult<()> {
     let py = callback.py();
     if is_coroutine(py)?.call1((callback,))?.is_truthy()?

@@ -65,23 +65,10 @@ impl<const N: usize> Spec<N> {
                     context = Some(arg(value));
                     continue;
                 }
-                let name = name.cast::<PyString>()?;
-                let name = name.to_str()?;
-                if name == "context" {
-                    context = Some(arg(value));
-                } else if let Some(at) = self.leading.iter().position(|p| *p == name) {
-                    if leading[at].is_some() {
-                        return Err(PyTypeError::new_err(format!(
-                            "{}() got multiple values for argument '{name}'",
-                            self.name
-                        )));
-                    }
-                    leading[at] = Some(arg(value));
-                } else {
-                    return Err(PyTypeError::new_err(format!(
-                        "{}() got an unexpected keyword argument '{name}'",
-                        self.name
-                    )));
+                match self.keyword_slot(&name)? {
+                    None => context = Some(arg(value)),
+                    Some(at) if leading[at].is_some() => return Err(self.given_twice(at)),
+                    Some(at) => leading[at] = Some(arg(value)),
                 }
             }
         }
@@ -100,7 +87,39 @@ impl<const N: usize> Spec<N> {
 }
 
 impl<const N: usize> Spec<N> {
+    /// Which parameter a keyword other than the interned `context` names:
+    /// `None` for `context` (a non-interned equal string), else the index
+    /// of a leading parameter. Out of line: callers pass leading
+    /// parameters positionally.
+    #[cold]
+    #[inline(never)]
+    fn keyword_slot(&self, name: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+        let name = name.cast::<PyString>()?;
+        let name = name.to_str()?;
+        if name == "context" {
+            return Ok(None);
+        }
+        match self.leading.iter().position(|p| *p == name) {
+            Some(at) => Ok(Some(at)),
+            None => Err(PyTypeError::new_err(format!(
+                "{}() got an unexpected keyword argument '{name}'",
+                self.name
+            ))),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn given_twice(&self, at: usize) -> PyErr {
+        PyTypeError::new_err(format!(
+            "{}() got multiple values for argument '{}'",
+            self.name, self.leading[at]
+        ))
+    }
+
     /// Python's error for leading parameters given neither way.
+    #[cold]
+    #[inline(never)]
     fn missing(&self, given: &[Option<&Bound<'_, PyAny>>; N]) -> PyErr {
         let missing: Vec<String> = self
             .leading
@@ -166,13 +185,7 @@ unsafe fn entry<const N: usize>(
         let call = unsafe { spec.parse(py, args, nargs, kwnames)? };
         body(this, call)
     }));
-    let result = outcome.unwrap_or_else(|panic| {
-        Err(PyRuntimeError::new_err(format!(
-            "ferroloop internal error (Rust panic in {}): {}",
-            spec.name,
-            super::tick::panic_message(panic.as_ref())
-        )))
-    });
+    let result = outcome.unwrap_or_else(|panic| Err(panicked(spec.name, panic)));
     match result {
         Ok(obj) => obj.into_ptr(),
         Err(err) => {
@@ -180,6 +193,15 @@ unsafe fn entry<const N: usize>(
             std::ptr::null_mut()
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(method: &str, panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    PyRuntimeError::new_err(format!(
+        "ferroloop internal error (Rust panic in {method}): {}",
+        super::tick::panic_message(panic.as_ref())
+    ))
 }
 
 const CALL_SOON: Spec<1> = Spec {

@@ -79,6 +79,7 @@ impl Loop {
             context,
             event_loop: slf.as_any(),
             debug: this.is_debug(),
+            sharing: None,
         }
         .build()?;
         let registered = handle.clone_ref(slf.py());

@@ -17,6 +17,7 @@ use crate::gil_cell::GilCell;
 use crate::handle::{release_timer, track, AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
+use crate::shared_context::{self, Sharing, Snapshot};
 use loop_core::clock;
 use loop_core::injector::Injector;
 use loop_core::reactor::{Reactor, Ready};
@@ -119,6 +120,9 @@ pub struct Loop {
     /// that `call_soon_threadsafe` from another thread (GIL held) can take
     /// one too: a producer thread otherwise allocates every handle.
     pool: GilCell<HandlePool>,
+    /// The implicit context `call_soon*` handles share while the context
+    /// variables are unchanged (see `shared_context`).
+    snapshot: GilCell<Snapshot>,
 }
 
 /// References to drop once no loop state is borrowed: a decref can run
@@ -160,6 +164,29 @@ impl Loop {
     #[inline]
     fn is_debug(&self) -> bool {
         self.debug.load(Ordering::Relaxed)
+    }
+
+    /// asyncio's debug-mode checks for `call_soon*` (out of line: the
+    /// scheduling path runs them only in debug mode).
+    #[cold]
+    #[inline(never)]
+    fn debug_checks(
+        &self,
+        callback: &Bound<'_, PyAny>,
+        method: &str,
+        thread_bound: bool,
+    ) -> PyResult<()> {
+        if thread_bound {
+            self.check_thread()?;
+        }
+        pyapi::check_callback(callback, method)
+    }
+
+    /// Handles waiting to run: ready in this tick's queue (when the state
+    /// can be looked at) plus those other threads handed over.
+    fn waiting_handles(&self) -> usize {
+        let ready = self.state.try_borrow_mut().map_or(0, |st| st.ready.len());
+        ready + self.injector.len()
     }
 
     /// asyncio's `_check_thread` (debug mode only).
@@ -250,10 +277,7 @@ impl Loop {
         this.check_closed()?;
         let debug = this.is_debug();
         if debug {
-            if thread_bound {
-                this.check_thread()?;
-            }
-            pyapi::check_callback(&callback, method)?;
+            this.debug_checks(&callback, method, thread_bound)?;
         }
         let pooled = this.pool.with(slf.py(), HandlePool::take);
         NewHandle {
@@ -262,6 +286,10 @@ impl Loop {
             context,
             event_loop: slf.as_any(),
             debug,
+            sharing: Some(Sharing {
+                snapshot: &this.snapshot,
+                waiting: &|| this.waiting_handles(),
+            }),
         }
         .build_queued(pooled)
     }
@@ -278,8 +306,7 @@ impl Loop {
         this.check_closed()?;
         let debug = this.is_debug();
         if debug {
-            this.check_thread()?;
-            pyapi::check_callback(&callback, method)?;
+            this.debug_checks(&callback, method, true)?;
         }
         let handle = NewHandle {
             callback,
@@ -287,6 +314,7 @@ impl Loop {
             context,
             event_loop: slf.as_any(),
             debug,
+            sharing: None,
         }
         .build_timer(when, Arc::clone(&this.timer_cancels))?;
         this.schedule_timer(handle.clone_ref(slf.py()))?;
@@ -348,7 +376,11 @@ impl Loop {
         for hook in &st.tick_end {
             hook.traverse(&visit)?;
         }
-        Ok(())
+        // SAFETY: called from `__traverse__`; the closure only visits.
+        unsafe {
+            self.snapshot
+                .with_in_gc(|s| visit.call(shared_context::held(s)))
+        }
     }
 
     /// Break cycles: an unreachable loop drops what it holds.
@@ -364,6 +396,10 @@ impl Loop {
         drop(taken);
         let factory = self.task_factory.try_lock().ok().and_then(|mut f| f.take());
         drop(factory);
+        // SAFETY: called from `__clear__`; the context is dropped after the
+        // closure returns.
+        let snapshot = unsafe { self.snapshot.with_in_gc(shared_context::clear) };
+        drop(snapshot);
     }
 
     #[new]
@@ -390,6 +426,7 @@ impl Loop {
             timer_cancels: Arc::new(AtomicUsize::new(0)),
             task_factory: Mutex::new(None),
             pool: GilCell::new(HandlePool::default()),
+            snapshot: GilCell::new(Snapshot::default()),
         })
     }
 
@@ -604,7 +641,8 @@ impl Loop {
             drop(handle.release(py));
         }
         let pooled = self.pool.with(py, HandlePool::clear);
-        drop((timers, fds, pooled, deferred));
+        let snapshot = self.snapshot.with(py, shared_context::clear);
+        drop((timers, fds, pooled, deferred, snapshot));
         Ok(())
     }
 
@@ -621,6 +659,7 @@ impl Loop {
             context: None,
             event_loop: slf.as_any(),
             debug: slf.get().is_debug(),
+            sharing: None,
         }
         .build()
     }

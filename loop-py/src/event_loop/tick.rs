@@ -135,23 +135,37 @@ impl Loop {
                 self.recycle(py, emptied);
             }
             if let Err(err) = result {
-                // KeyboardInterrupt/SystemExit: the rest keep their place.
-                if let Ok(mut st) = self.state.try_borrow_mut() {
-                    st.stats.callbacks = st.stats.callbacks.saturating_sub(batch.len() as u64);
-                    st.ready.prepend(&mut batch);
-                }
-                self.run_tick_end(py);
-                return Err(err);
+                return Err(self.abandon_batch(py, &mut batch, err));
             }
         }
         if let Ok(mut st) = self.state.try_borrow_mut() {
             st.spare = batch;
         }
         self.run_tick_end(py);
+        crate::shared_context::release_unused(py, &self.snapshot);
         // The bytecode boundary a C callback lacks: a signal it tripped
         // (`_thread.interrupt_main`) is handled now, not after a poll that
         // may block with nothing else scheduled.
         py.check_signals()
+    }
+
+    /// KeyboardInterrupt/SystemExit out of a callback: the callbacks not run
+    /// yet keep their place at the front of the ready queue, the tick's end
+    /// hooks still run, and the error goes on up.
+    #[cold]
+    #[inline(never)]
+    fn abandon_batch(
+        &self,
+        py: Python<'_>,
+        batch: &mut ReadyQueue<AnyHandle>,
+        err: PyErr,
+    ) -> PyErr {
+        if let Ok(mut st) = self.state.try_borrow_mut() {
+            st.stats.callbacks = st.stats.callbacks.saturating_sub(batch.len() as u64);
+            st.ready.prepend(batch);
+        }
+        self.run_tick_end(py);
+        err
     }
 
     /// The hooks deferred to the end of this tick. Hooks they add run at
@@ -189,15 +203,26 @@ impl Loop {
             Err(panic) => report_panic(slf, handle.bind(py), panic),
         };
         if debug {
-            let took = clock::monotonic() - start;
-            if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
-                pyapi::log_slow_callback(py)?.call1((handle.bind(py), took))?;
-            }
+            self.note_slow_callback(py, handle, start)?;
         }
         result
     }
+
+    /// Debug mode: log a callback that ran longer than
+    /// `slow_callback_duration` (out of line, off the normal path).
+    #[cold]
+    #[inline(never)]
+    fn note_slow_callback(&self, py: Python<'_>, handle: &AnyHandle, start: f64) -> PyResult<()> {
+        let took = clock::monotonic() - start;
+        if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
+            pyapi::log_slow_callback(py)?.call1((handle.bind(py), took))?;
+        }
+        Ok(())
+    }
 }
 
+#[cold]
+#[inline(never)]
 fn report_panic(
     slf: &Bound<'_, Loop>,
     handle: &Bound<'_, PyAny>,

@@ -1,0 +1,152 @@
+"""Implicit contexts under a deep ready queue.
+
+With many handles waiting, ferroloop's `call_soon*` hands every handle whose
+context variables are unchanged one shared snapshot and runs each callback
+in a private copy of it (`loop-py/src/shared_context.rs`). What a callback
+sees must stay asyncio's: the variables as they were at `call_soon`, never
+a variable another callback set, and `get_context()` / `_context` the very
+context the callback then runs in. Each test first queues more handles
+than the depth at which sharing starts, and runs on both loops.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import gc
+import threading
+import weakref
+
+VAR = contextvars.ContextVar("VAR", default="unset")
+DEEP = 600  # well past the depth at which sharing starts (128)
+
+
+def _fill(loop) -> None:
+    for _ in range(DEEP):
+        loop.call_soon(lambda: None)
+
+
+def _run_all(loop) -> None:
+    # Two rounds: callbacks scheduled by the last round's callbacks run too.
+    for _ in range(3):
+        loop.call_soon(loop.stop)
+        loop.run_forever()
+
+
+def test_a_variable_set_by_one_callback_is_not_seen_by_the_next(loop):
+    seen: list[str] = []
+
+    def setter() -> None:
+        seen.append(VAR.get())
+        VAR.set("set-by-callback")
+
+    def reader() -> None:
+        seen.append(VAR.get())
+
+    _fill(loop)
+    for _ in range(5):
+        loop.call_soon(setter)
+        loop.call_soon(reader)
+    _run_all(loop)
+    assert seen == ["unset"] * 10
+
+
+def test_callbacks_see_the_variables_as_they_were_at_call_soon(loop):
+    seen: list[str] = []
+
+    def burst() -> None:
+        _fill(loop)
+        for value in ("first", "second", "third"):
+            VAR.set(value)
+            for _ in range(3):
+                loop.call_soon(lambda: seen.append(VAR.get()))
+        VAR.set("after")
+
+    loop.call_soon(burst, context=contextvars.Context())
+    _run_all(loop)
+    assert seen == ["first"] * 3 + ["second"] * 3 + ["third"] * 3
+
+
+def test_the_context_handed_out_is_the_one_the_callback_runs_in(loop):
+    seen: list[str] = []
+    _fill(loop)
+    mine = loop.call_soon(lambda: seen.append(VAR.get()))
+    other = loop.call_soon(lambda: seen.append(VAR.get()))
+    ctx = mine._context
+    assert isinstance(ctx, contextvars.Context)
+    assert mine._context is ctx, "asked twice, the same context"
+    ctx.run(VAR.set, "through-the-handle")
+    _run_all(loop)
+    assert seen == ["through-the-handle", "unset"], "only its own callback sees it"
+    assert other._context is not ctx
+
+
+def test_a_callback_that_keeps_its_context_does_not_share_it(loop):
+    kept: list[contextvars.Context] = []
+
+    def keep() -> None:
+        VAR.set("kept")
+        kept.append(contextvars.copy_context())
+
+    _fill(loop)
+    for _ in range(3):
+        loop.call_soon(keep)
+    seen: list[str] = []
+    loop.call_soon(lambda: seen.append(VAR.get()))
+    _run_all(loop)
+    assert [c[VAR] for c in kept] == ["kept"] * 3
+    assert seen == ["unset"]
+
+
+def test_threadsafe_handles_share_and_stay_private(loop):
+    seen: list[str] = []
+
+    def produce() -> None:
+        VAR.set("producer")
+        for i in range(DEEP):
+            loop.call_soon_threadsafe(lambda i=i: seen.append(VAR.get()) or VAR.set(f"cb{i}"))
+        loop.call_soon_threadsafe(loop.stop)
+
+    worker = threading.Thread(target=produce)
+    worker.start()
+    loop.run_forever()
+    worker.join()
+    _run_all(loop)
+    assert seen == ["producer"] * DEEP
+
+
+def test_the_loop_does_not_keep_a_context_value_alive(loop):
+    class Value:
+        pass
+
+    value = Value()
+    ref = weakref.ref(value)
+    token = VAR.set(value)
+    try:
+        _fill(loop)
+        loop.call_soon(lambda: None)
+    finally:
+        VAR.reset(token)
+    del token
+    _run_all(loop)
+    del value
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_deep_queue_holds_few_contexts_on_ferroloop(loop, loop_impl):
+    """The point of sharing: 2,000 queued callbacks in one unchanged context
+    keep a handful of `Context` objects alive, not 2,000 (on every tested
+    Python: the layout check at import found `PyContext` as expected)."""
+    if loop_impl.__name__ != "ferroloop":
+        return
+
+    def contexts() -> int:
+        return sum(type(o) is contextvars.Context for o in gc.get_objects())
+
+    gc.collect()
+    before = contexts()
+    for _ in range(2000):
+        loop.call_soon(lambda: None)
+    queued = contexts() - before
+    _run_all(loop)
+    assert queued <= 200, f"{queued} contexts for 2,000 queued callbacks"
