@@ -377,10 +377,16 @@ impl Loop {
             hook.traverse(&visit)?;
         }
         // SAFETY: called from `__traverse__`; the closure only visits.
-        unsafe {
+        let visited = unsafe {
             self.snapshot
                 .with_in_gc(|s| visit.call(shared_context::held(s)))
-        }
+        };
+        // Free-threaded: a snapshot cell held elsewhere is not visited (as
+        // a handle's fields, see `Core::traverse`); these builds never
+        // share, so it is empty anyway.
+        #[cfg(Py_GIL_DISABLED)]
+        let visited = visited.unwrap_or(Ok(()));
+        visited
     }
 
     /// Break cycles: an unreachable loop drops what it holds.
