@@ -14,7 +14,7 @@
 //!
 //! `call_soon` handles are the loop's hottest allocation (every task step and
 //! future callback makes one, and almost every caller drops it at once). The
-//! loop recycles them ([`HandlePool`]): when it lets go of a handle nobody
+//! loop recycles them ([`HandlePool`](crate::handle_pool::HandlePool)): when it lets go of a handle nobody
 //! else holds, the handle is emptied and reused by a later `call_soon`,
 //! skipping allocation and the cycle collector's bookkeeping. While queued
 //! they are also kept off the collector's lists ([`untrack_while_queued`]).
@@ -40,7 +40,7 @@ struct Callback {
 }
 
 /// A handle's references. All `None` only while a handle waits in a
-/// [`HandlePool`].
+/// [`HandlePool`](crate::handle_pool::HandlePool).
 #[derive(Default)]
 pub struct Fields {
     callback: Option<Callback>,
@@ -144,7 +144,7 @@ impl AnyHandle {
 
     /// The loop lets go of a handle (it ran, was skipped, or the loop
     /// closed). A `call_soon` handle nobody else holds is emptied and
-    /// returned for the loop's [`HandlePool`]; one that someone holds goes
+    /// returned for the loop's [`HandlePool`](crate::handle_pool::HandlePool); one that someone holds goes
     /// back on the cycle collector's lists (see [`untrack_while_queued`]).
     /// Call with no loop state borrowed: emptying drops references.
     #[inline]
@@ -272,39 +272,6 @@ fn source_traceback(py: Python<'_>) -> PyResult<Py<PyAny>> {
     Ok(pyapi::extract_stack(py)?.call0()?.unbind())
 }
 
-/// Emptied `call_soon` handles of one loop, ready for reuse.
-#[derive(Default)]
-pub struct HandlePool {
-    free: Vec<Py<Handle>>,
-}
-
-impl HandlePool {
-    /// Enough for a burst of callbacks per tick (an emptied handle is about
-    /// 100 bytes, so at most ~0.8 MiB per loop); more are simply freed.
-    /// 1,024 → 16,384 took `call_soon` in a 10,000-callback burst from 147
-    /// to 123 ns; 8,192 keeps most of that for half the memory.
-    const CAPACITY: usize = 8192;
-
-    pub fn take(&mut self) -> Option<Py<Handle>> {
-        self.free.pop()
-    }
-
-    /// Keep an emptied handle (see [`AnyHandle::release`]); a full pool
-    /// hands it back to be freed.
-    pub fn put(&mut self, handle: Py<Handle>) -> Option<Py<Handle>> {
-        if self.free.len() < Self::CAPACITY {
-            self.free.push(handle);
-            None
-        } else {
-            Some(handle)
-        }
-    }
-
-    pub fn clear(&mut self) -> Vec<Py<Handle>> {
-        std::mem::take(&mut self.free)
-    }
-}
-
 impl Core {
     fn new(fields: Fields) -> Core {
         Core {
@@ -357,7 +324,7 @@ impl Core {
         if shared {
             // A failed copy (MemoryError) is the callback's error, reported
             // as one; only exit exceptions leave `run`.
-            match shared_context::private_copy(&context) {
+            match pyapi::copy_context(&context) {
                 Ok(own) => context = own,
                 Err(err) => return self.report_error(this, &func, &args, err),
             }
@@ -468,7 +435,7 @@ impl Core {
         if !shared {
             return Ok(Some(ctx));
         }
-        let own = shared_context::private_copy(ctx.bind(py))?.unbind();
+        let own = pyapi::copy_context(ctx.bind(py))?.unbind();
         let replaced = self.fields.with(py, |f| {
             // Still the same shared snapshot (making the copy could run a
             // collection, and so other code): swap in the private copy.

@@ -16,6 +16,7 @@ mod event_loop;
 mod future_ops;
 mod gil_cell;
 mod handle;
+mod handle_pool;
 mod owner;
 mod pyapi;
 mod queue;

@@ -107,6 +107,14 @@ pub fn copy_current_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyContext_CopyCurrent()) }
 }
 
+/// A copy of `ctx`, which must be an exact `contextvars.Context`.
+pub fn copy_context<'py>(ctx: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: PyContext_Copy takes a live Context (the caller's promise;
+    // it raises TypeError for anything else) and returns a new reference
+    // or NULL with an exception set; called with the GIL held.
+    unsafe { Bound::from_owned_ptr_or_err(ctx.py(), ffi::PyContext_Copy(ctx.as_ptr())) }
+}
+
 /// A new, empty `contextvars.Context`.
 pub fn new_context(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     // SAFETY: PyContext_New returns a new reference or NULL with an

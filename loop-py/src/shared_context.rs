@@ -98,14 +98,6 @@ pub fn held(snapshot: &Snapshot) -> Option<&Py<PyAny>> {
     snapshot.last.as_ref().map(|(ctx, _)| ctx)
 }
 
-/// A private copy of a shared snapshot, to run a callback in or to hand out.
-pub fn private_copy<'py>(shared: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    // SAFETY: `shared` is a live exact Context (only `implicit_context`
-    // makes shared ones); PyContext_Copy returns a new reference or NULL
-    // with an exception set.
-    unsafe { Bound::from_owned_ptr_or_err(shared.py(), ffi::PyContext_Copy(shared.as_ptr())) }
-}
-
 /// Where `PyContext` keeps its variables (a HAMT): after the object header
 /// and the `ctx_prev` pointer, in every CPython from 3.7 to 3.14. The
 /// struct is internal (`pycore_context.h`), so module init checks the
@@ -162,7 +154,7 @@ fn layout_behaves(py: Python<'_>) -> PyResult<bool> {
         return Ok(false);
     }
     let a = pyapi::new_context(py)?;
-    let b = private_copy(&a)?;
+    let b = pyapi::copy_context(&a)?;
     // SAFETY: both are live exact Contexts at least `size` bytes long.
     let (va, vb) = unsafe { (read_vars(a.as_ptr()), read_vars(b.as_ptr())) };
     if va == 0 || va != vb {

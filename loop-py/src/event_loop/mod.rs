@@ -14,7 +14,8 @@ use tick::{panic_message, RunGuard};
 use crate::call_args::CallArgs;
 use crate::errors::{closed, not_thread_safe, to_pyerr};
 use crate::gil_cell::GilCell;
-use crate::handle::{release_timer, track, AnyHandle, Handle, HandlePool, NewHandle, TimerHandle};
+use crate::handle::{release_timer, track, AnyHandle, Handle, NewHandle, TimerHandle};
+use crate::handle_pool::HandlePool;
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
 use crate::shared_context::{self, Sharing, Snapshot};
@@ -264,7 +265,7 @@ impl Loop {
     }
 
     /// asyncio's checks for `call_soon*`, then a handle to queue (recycled
-    /// when the pool has one; see `handle::HandlePool`).
+    /// when the pool has one; see `handle_pool::HandlePool`).
     fn new_ready_handle(
         slf: &Bound<'_, Self>,
         callback: Bound<'_, PyAny>,
