@@ -48,6 +48,7 @@ import hostinfo
 import http_report
 import http_servers
 import http_suite
+import progress
 import report
 import sched_report
 import sched_suite
@@ -90,55 +91,6 @@ def _write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-def _where(record: dict) -> str:
-    return f"[round {record['round'] + 1}] {record['workload']:<22} {record['contender']:<14}"
-
-
-def _outcome(record: dict, figures: str) -> str:
-    return figures if record["status"] == "ok" else f"{record['status'].upper()}: {record['error']}"
-
-
-def _http_progress(record: dict) -> None:
-    figures = (
-        f"{record.get('req_per_s', 0):>9,.0f} req/s "
-        f"{record.get('req_per_cpu_s', 0):>9,.0f} req/CPU-s "
-        f"p50 {record.get('p50_ms', 0):5.2f} p99 {record.get('p99_ms', 0):6.2f} ms "
-        f"cpu {record.get('server_cpu_pct', 0):3.0f}% {record.get('peak_rss_mib', 0):6.1f} MiB"
-    )
-    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
-
-
-def _ws_progress(record: dict) -> None:
-    if "idle_kib_per_conn" in record:
-        figures = (
-            f"{record['idle_kib_per_conn']:>7.1f} KiB per idle connection "
-            f"({record['rss_before_mib']:.1f} → {record['rss_open_mib']:.1f} MiB; "
-            f"deflate {record['deflate']}/{record['conns']})"
-        )
-    else:
-        figures = (
-            f"{record.get('msgs_per_s', 0):>9,.0f} msgs/s "
-            f"{record.get('msgs_per_cpu_s', 0):>9,.0f} msgs/CPU-s "
-            f"p50 {record.get('p50_ms', 0):5.2f} p99 {record.get('p99_ms', 0):6.2f} ms "
-            f"{record.get('peak_rss_mib', 0):6.1f} MiB deflate {record.get('deflate', 0)}"
-        )
-    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
-
-
-def _sched_progress(record: dict) -> None:
-    figures = f"{record.get('ops_per_s', 0):>12,.0f} ops/s"
-    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
-
-
-def _echo_progress(record: dict) -> None:
-    figures = (
-        f"{record.get('msgs_per_s', 0):>9,.0f} msgs/s {record.get('mib_per_s', 0):>7,.1f} MiB/s "
-        f"{record.get('msgs_per_cpu_s', 0):>9,.0f} msgs/CPU-s "
-        f"{record.get('peak_rss_mib', 0):>6.1f} MiB"
-    )
-    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
 
 
 class Contenders:
@@ -329,7 +281,7 @@ def run_sched(args: argparse.Namespace) -> int:
     method = {"rounds": rounds, "quick": args.quick, "n_divisor": divisor, "cpu": cpu}
     result = _result("sched", started, args, contenders, method)
     records = sched_suite.run(
-        contenders.env, contenders.runnable, workloads, rounds, divisor, cpu, _sched_progress
+        contenders.env, contenders.runnable, workloads, rounds, divisor, cpu, progress.sched
     )
     _complete(result, started, records, summarize_sched(records, contenders.runnable, workloads))
     return _finish("sched", started, args, result, sched_report.markdown(result))
@@ -369,7 +321,7 @@ def run_echo(args: argparse.Namespace) -> int:
         rounds,
         timing,
         placement,
-        _echo_progress,
+        progress.echo,
     )
     _complete(result, started, records, summarize_echo(records, contenders.runnable, workloads))
     return _finish("echo", started, args, result, echo_report.markdown(result))
@@ -415,7 +367,7 @@ def run_http(args: argparse.Namespace) -> int:
         rounds,
         timing,
         placement,
-        _http_progress,
+        progress.http,
     )
     _complete(result, started, records, summarize_http(records, contenders.runnable, workloads))
     return _finish(
@@ -454,20 +406,10 @@ def run_ws(args: argparse.Namespace) -> int:
         rounds,
         timing,
         placement,
-        _ws_progress,
+        progress.ws,
     )
     _complete(result, started, records, summarize_ws(records, contenders.runnable, workloads))
     return _finish("ws", started, args, result, ws_report.markdown(result), core=ws_servers.CORE)
-
-
-def _tls_progress(record: dict) -> None:
-    figures = (
-        f"{record['req_per_cpu_s']:,.0f}/CPU-s, {record['req_per_s']:,.0f}/s, "
-        f"server CPU {record['server_cpu_pct']:.0f}%"
-        if record["status"] == "ok"
-        else ""
-    )
-    print(_outcome(record, figures), file=sys.stderr, flush=True)
 
 
 def run_tls(args: argparse.Namespace) -> int:
@@ -495,20 +437,10 @@ def run_tls(args: argparse.Namespace) -> int:
         certs = tls_servers.make_certs(Path(tmp))
         records = tls_suite.run(
             contenders.env, wrk, args.client, certs, contenders.runnable, workloads,
-            rounds, timing, placement, _tls_progress,
+            rounds, timing, placement, progress.tls,
         )  # fmt: skip
     _complete(result, started, records, tls_report.summarize(records, contenders.runnable, workloads))
     return _finish("tls", started, args, result, tls_report.markdown(result), core=tls_servers.CORE)
-
-
-def _workers_progress(record: dict) -> None:
-    figures = (
-        f"{record.get('req_per_s', 0):>9,.0f} req/s "
-        f"{record.get('req_per_cpu_s', 0):>9,.0f} req/CPU-s "
-        f"evenness {record.get('evenness', 0):.2f} "
-        f"shares {'/'.join(f'{x:.2f}' for x in record.get('worker_shares', []))}"
-    )
-    print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
 
 
 def run_workers(args: argparse.Namespace) -> int:
@@ -550,7 +482,7 @@ def run_workers(args: argparse.Namespace) -> int:
         "settings": {s: workers_suite.settings(s) for s in contenders.runnable},
     }
     result = _result("workers", started, args, contenders, method)
-    records = workers_suite.run(contenders.env, wrk, contenders.runnable, rounds, timing, _workers_progress)
+    records = workers_suite.run(contenders.env, wrk, contenders.runnable, rounds, timing, progress.workers)
     _complete(result, started, records, workers_suite.summarize(records, contenders.runnable))
     return _finish(
         "workers", started, args, result, workers_suite.markdown(result), core=workers_suite.CORE

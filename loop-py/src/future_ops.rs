@@ -68,7 +68,11 @@ fn call_descriptor<'py, const N: usize>(
 
 /// `fut.done()`.
 pub fn is_done(fut: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let done = match exact(fut)? {
+    done_with(exact(fut)?, fut)
+}
+
+fn done_with(slots: Option<&Slots>, fut: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let done = match slots {
         Some(s) => call_descriptor(fut.py(), &s.done, [fut])?,
         None => fut.call_method0(intern!(fut.py(), "done"))?,
     };
@@ -85,7 +89,15 @@ pub fn result<'py>(fut: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 
 /// `fut.set_result(value)`.
 pub fn set_result(fut: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-    match exact(fut)? {
+    set_result_with(exact(fut)?, fut, value)
+}
+
+fn set_result_with(
+    slots: Option<&Slots>,
+    fut: &Bound<'_, PyAny>,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    match slots {
         Some(s) => call_descriptor(fut.py(), &s.set_result, [fut, value]).map(drop),
         None => fut
             .call_method1(intern!(fut.py(), "set_result"), (value,))
@@ -95,10 +107,11 @@ pub fn set_result(fut: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<
 
 /// `if not fut.done(): fut.set_result(value)`; true if it resolved it.
 pub fn resolve_if_pending(fut: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if is_done(fut)? {
+    let slots = exact(fut)?;
+    if done_with(slots, fut)? {
         return Ok(false);
     }
-    set_result(fut, value)?;
+    set_result_with(slots, fut, value)?;
     Ok(true)
 }
 

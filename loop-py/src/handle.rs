@@ -22,6 +22,8 @@
 use crate::call_args::CallArgs;
 use crate::event_loop::Loop;
 use crate::gil_cell::GilCell;
+use crate::handle_tracking::is_sole_reference;
+pub use crate::handle_tracking::{release_timer, track, untrack_while_queued, visit_owned};
 use crate::pyapi;
 use crate::shared_context::{self, Sharing};
 use pyo3::basic::CompareOp;
@@ -55,6 +57,14 @@ pub struct Fields {
 }
 
 impl Fields {
+    fn is_empty(&self) -> bool {
+        self.callback.is_none()
+            && self.context.is_none()
+            && self.loop_.is_none()
+            && self.source_traceback.is_none()
+            && self.saved_repr.is_none()
+    }
+
     /// Drop the references knowing the GIL is held: a `Bound` decrefs
     /// directly, where dropping a `Py` first asks a thread-local whether
     /// the thread is attached (a `__tls_get_addr` call in a shared library).
@@ -71,12 +81,25 @@ impl Fields {
             drop(func.into_bound(py));
             args.drop_attached(py);
         }
-        for obj in [context, loop_, source_traceback, saved_repr]
-            .into_iter()
-            .flatten()
-        {
+        // One by one, not through an array: this runs once per callback.
+        if let Some(obj) = context {
             drop(obj.into_bound(py));
         }
+        if let Some(obj) = loop_ {
+            drop(obj.into_bound(py));
+        }
+        if source_traceback.is_some() || saved_repr.is_some() {
+            drop_debug_fields(py, source_traceback, saved_repr);
+        }
+    }
+}
+
+/// The fields only debug mode and `cancel()` fill.
+#[cold]
+#[inline(never)]
+fn drop_debug_fields(py: Python<'_>, a: Option<Py<PyAny>>, b: Option<Py<PyAny>>) {
+    for obj in [a, b].into_iter().flatten() {
+        drop(obj.into_bound(py));
     }
 }
 
@@ -171,9 +194,16 @@ impl AnyHandle {
         None
     }
 
-    /// Run it (see [`Core::run`]).
-    pub fn run(&self, py: Python<'_>) -> PyResult<()> {
-        self.core().run(self.bind(py))
+    /// Run it (see [`Core::run`]). `shown_after`: the handle is shown
+    /// after the run (debug mode's slow-callback line), so it must keep its
+    /// callback.
+    pub fn run(&self, py: Python<'_>, shown_after: bool) -> PyResult<()> {
+        let this = self.bind(py);
+        let core = self.core();
+        if !shown_after && cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(this) {
+            return core.run_sole(this);
+        }
+        core.run(this)
     }
 }
 
@@ -283,7 +313,11 @@ impl Core {
     /// Fill an emptied (pooled) handle; its old fields are all `None`, so
     /// nothing is dropped here.
     fn refill(&self, py: Python<'_>, fields: Fields) {
-        self.fields.with(py, |f| *f = fields);
+        let old = self.fields.with(py, |f| std::mem::replace(f, fields));
+        // Empty, so forgetting it leaks nothing; skips the drop glue's
+        // checks on the per-callback path.
+        debug_assert!(old.is_empty());
+        std::mem::forget(old);
         self.cancelled.store(false, Ordering::Release);
     }
 
@@ -333,6 +367,38 @@ impl Core {
             Ok(()) => Ok(()),
             Err(err) => self.report_error(this, &func, &args, err),
         };
+        args.drop_attached(py);
+        result
+    }
+
+    /// `run` for a handle only the loop holds (see [`is_sole_reference`])
+    /// and that nobody is shown after the run:
+    /// nothing can reach it while its callback runs, so the callback,
+    /// arguments and context are moved out for the call instead of copied.
+    /// They go back in before an error is reported, since the report shows
+    /// the handle.
+    fn run_sole(&self, this: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = this.py();
+        let fields = self.fields.with(py, std::mem::take);
+        let (Some(callback), Some(context)) = (&fields.callback, &fields.context) else {
+            fields.drop_attached(py);
+            return Ok(());
+        };
+        let (func, context) = (callback.func.bind(py), context.bind(py));
+        let outcome = if fields.context_shared {
+            // A failed copy (MemoryError) is the callback's error, as in `run`.
+            pyapi::copy_context(context)
+                .and_then(|own| pyapi::run_in_context(&own, func, &callback.args))
+        } else {
+            pyapi::run_in_context(context, func, &callback.args)
+        };
+        let Err(err) = outcome else {
+            fields.drop_attached(py);
+            return Ok(());
+        };
+        let (func, args) = (func.clone(), callback.args.clone_ref(py));
+        self.fields.with(py, |f| *f = fields);
+        let result = self.report_error(this, &func, &args, err);
         args.drop_attached(py);
         result
     }
@@ -468,7 +534,7 @@ impl Core {
     }
 
     /// GC visit of the references this core holds.
-    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+    pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         // SAFETY: called from `__traverse__`; the closure only visits.
         let visited = unsafe {
             self.fields.with_in_gc(|f| {
@@ -510,99 +576,6 @@ fn panic_as_runtime_error(py: Python<'_>, err: PyErr) -> PyErr {
 
 fn is_exit_exception(py: Python<'_>, err: &PyErr) -> bool {
     err.is_instance_of::<PyKeyboardInterrupt>(py) || err.is_instance_of::<PySystemExit>(py)
-}
-
-/// How the loop's `__traverse__` visits a handle it holds. A tracked handle
-/// is visited as an object. An untracked one (queued or scheduled, see
-/// [`untrack_while_queued`]) is invisible to the collector, so the loop
-/// visits the handle's references in its place: the collector then still
-/// sees every reference the handle holds, counted once, and a cycle through
-/// a queued handle (a loop nobody closed, its handles pointing back at it)
-/// is found as it would be with the handle tracked. Only the loop holding
-/// the handle in its queue may do this, and only for its one reference.
-pub fn visit_owned<T>(
-    handle: &Py<T>,
-    core: &Core,
-    visit: &PyVisit<'_>,
-) -> Result<(), PyTraverseError> {
-    // SAFETY: a live GC-enabled object (every pyclass is); reading the
-    // tracked flag has no side effects.
-    if unsafe { pyo3::ffi::PyObject_GC_IsTracked(handle.as_ptr()) } != 0 {
-        visit.call(handle)
-    } else {
-        core.traverse(visit)
-    }
-}
-
-/// The loop lets go of a timer: back on the collector's lists if someone
-/// else still holds it (it was untracked while scheduled).
-#[inline]
-pub fn release_timer(timer: Bound<'_, TimerHandle>) {
-    if !is_sole_reference(timer.as_any()) {
-        track(timer.as_any());
-    }
-}
-
-/// Keep a handle out of the cycle collector's lists while the loop holds it:
-/// a fresh `call_soon` handle while it waits in the ready queue, a timer
-/// while it is scheduled. A burst of 10,000 queued callbacks otherwise makes
-/// every young collection walk them (measured: ~40 % of the collector's cost
-/// in `call_soon_burst`), and so does a heap of pending timers (a seventh of
-/// `timer_fire`'s instructions). A held handle is reachable through the
-/// loop, so leaving it untracked can never let the collector free a live
-/// object, and the loop's `__traverse__` visits its references in its place
-/// ([`visit_owned`]); [`AnyHandle::release`] and [`release_timer`] track it
-/// again if anyone holds it afterwards.
-#[inline]
-pub fn untrack_while_queued<T>(handle: &Bound<'_, T>) {
-    #[cfg(not(Py_GIL_DISABLED))]
-    // SAFETY: a live GC-enabled object (every pyclass is); untracking an
-    // object only removes it from the collector's lists (a no-op if it is
-    // not on them).
-    unsafe {
-        pyo3::ffi::PyObject_GC_UnTrack(handle.as_ptr().cast())
-    };
-    #[cfg(Py_GIL_DISABLED)]
-    let _ = handle;
-}
-
-/// Only the caller's reference exists and no weak reference (so no one can
-/// observe a reuse: a weak reference would see the handle come back to life
-/// as another callback's).
-#[inline]
-fn is_sole_reference(obj: &Bound<'_, PyAny>) -> bool {
-    let ptr = obj.as_ptr();
-    // SAFETY: `ptr` is a live object we hold. Its type is a `weakref`
-    // pyclass, for which pyo3 declares `__weaklistoffset__`, so CPython set
-    // `tp_weaklistoffset` to a positive offset of one pointer-sized slot in
-    // the object that holds the head of its weak reference list (null when
-    // there is none); reading it is what CPython's weakref code does.
-    unsafe {
-        if pyo3::ffi::Py_REFCNT(ptr) != 1 {
-            return false;
-        }
-        let offset = (*pyo3::ffi::Py_TYPE(ptr)).tp_weaklistoffset;
-        offset <= 0 || {
-            let slot = ptr
-                .cast::<u8>()
-                .offset(offset)
-                .cast::<*mut pyo3::ffi::PyObject>();
-            (*slot).is_null()
-        }
-    }
-}
-
-/// Put a handle (back) on the collector's lists if it is not on them.
-#[inline]
-pub fn track(obj: &Bound<'_, PyAny>) {
-    let ptr = obj.as_ptr();
-    // SAFETY: `ptr` is a live GC-enabled object held by `obj`; it is tracked
-    // only if it is not tracked now (tracking twice is a fatal error).
-    unsafe {
-        if pyo3::ffi::PyObject_GC_IsTracked(ptr) == 0 {
-            pyo3::ffi::PyObject_GC_Track(ptr.cast());
-        }
-    }
 }
 
 /// Cancel a handle from Rust (fd callbacks being replaced or removed).

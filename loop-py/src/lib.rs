@@ -17,6 +17,7 @@ mod future_ops;
 mod gil_cell;
 mod handle;
 mod handle_pool;
+mod handle_tracking;
 mod owner;
 mod pyapi;
 mod queue;

@@ -63,6 +63,35 @@ class LoopStats(TypedDict):
 _run_until_complete_cb = base_events._run_until_complete_cb
 
 
+def _bind_call_soon(loop: Any) -> Any:
+    """On 3.11, make ``loop.call_soon`` an instance attribute, bound,
+    while the loop runs; returns what it set, or None.
+
+    3.11's C ``Task`` and ``Future`` fetch ``loop.call_soon`` as an
+    attribute for every task step and done callback (to pass
+    ``context=``), which binds a new method object each time: an
+    allocation and a free per callback that the instance attribute
+    avoids. 3.12+ call the method without binding it. The attribute is a
+    reference cycle through the loop, so it exists only while the loop
+    runs; a ``call_soon`` a subclass overrides, or one set on the instance
+    (a test's mock), is left alone.
+    """
+    if not _BIND_CALL_SOON or type(loop).call_soon is not _native.Loop.call_soon:
+        return None
+    bound = loop.call_soon
+    # Binding makes a new object every time; an instance attribute is the
+    # same one twice. (Not `"call_soon" in loop.__dict__`: asking for
+    # `__dict__` turns the instance's inline attribute values into a dict,
+    # which slows every other attribute access on the loop.)
+    if bound is loop.call_soon:
+        return None
+    loop.call_soon = bound
+    return bound
+
+
+_BIND_CALL_SOON = sys.version_info < (3, 12)
+
+
 class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketOps, asyncio.AbstractEventLoop):
     """A ferroloop event loop; use it wherever an asyncio loop is expected."""
 
@@ -139,12 +168,15 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         self._check_running()
         self._set_coroutine_origin_tracking(self.get_debug())
         old_hooks = sys.get_asyncgen_hooks()
+        bound = _bind_call_soon(self)
         try:
             self._thread_id = threading.get_ident()
             sys.set_asyncgen_hooks(firstiter=self._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook)
             events._set_running_loop(self)
             self._run()
         finally:
+            if bound is not None and getattr(self, "call_soon", None) is bound:
+                del self.call_soon
             self._thread_id = None
             events._set_running_loop(None)
             self._set_coroutine_origin_tracking(False)

@@ -1,7 +1,7 @@
-//! `call_soon`, `call_soon_threadsafe`, `call_later` and `call_at` as
-//! `METH_FASTCALL | METH_KEYWORDS` methods.
+//! `call_soon`, `call_soon_threadsafe`, `call_later`, `call_at` and
+//! `create_task` as `METH_FASTCALL | METH_KEYWORDS` methods.
 //!
-//! They run for every task step and future callback. PyO3's generated
+//! They run for every task step, future callback and task. PyO3's generated
 //! wrappers for a `(callback, *args, context=None)` signature build a tuple
 //! for `*args` and walk a generic parameter description on every call
 //! (about an eighth of `call_soon_chain`'s instructions, callgrind); here
@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// A method's leading parameters (before `*args`), for argument errors.
 struct Spec<const N: usize> {
@@ -57,19 +58,11 @@ impl<const N: usize> Spec<N> {
         }
         let mut context = None;
         if let Some(names) = kwnames {
-            for (i, value) in values.iter().enumerate() {
-                let name = names.get_borrowed_item(i)?;
-                // Every task step passes `context=` (the C `Task` with the
-                // interned name): a pointer compare before any string work.
-                if name.as_ptr() == intern!(py, "context").as_ptr() {
-                    context = Some(arg(value));
-                    continue;
-                }
-                match self.keyword_slot(&name)? {
-                    None => context = Some(arg(value)),
-                    Some(at) if leading[at].is_some() => return Err(self.given_twice(at)),
-                    Some(at) => leading[at] = Some(arg(value)),
-                }
+            if is_context_only(names) {
+                // SAFETY: a one-name tuple comes with one keyword value.
+                context = values.first().map(arg);
+            } else {
+                self.parse_keywords(names, values, &mut leading, &mut context)?;
             }
         }
         let Some(leading) = all_given(leading) else {
@@ -87,6 +80,44 @@ impl<const N: usize> Spec<N> {
 }
 
 impl<const N: usize> Spec<N> {
+    /// Keywords other than the one `("context",)` tuple asyncio's C code
+    /// passes (see [`is_context_only`]).
+    #[inline(never)]
+    fn parse_keywords<'a, 'py>(
+        &self,
+        names: &Bound<'py, PyTuple>,
+        values: &'a [*mut ffi::PyObject],
+        leading: &mut [Option<&'a Bound<'py, PyAny>>; N],
+        context: &mut Option<&'a Bound<'py, PyAny>>,
+    ) -> PyResult<()> {
+        let py = names.py();
+        // SAFETY: the caller's values are live objects borrowed for the call.
+        let arg = |ptr: &'a *mut ffi::PyObject| unsafe { Bound::ref_from_ptr(py, ptr) };
+        for (i, value) in values.iter().enumerate() {
+            let name = names.get_borrowed_item(i)?;
+            // Python callers pass the interned name: a pointer compare
+            // before any string work.
+            if name.as_ptr() == intern!(py, "context").as_ptr() {
+                *context = Some(arg(value));
+                continue;
+            }
+            match self.keyword_slot(&name)? {
+                None => *context = Some(arg(value)),
+                Some(at) if leading[at].is_some() => return Err(self.given_twice(at)),
+                Some(at) => leading[at] = Some(arg(value)),
+            }
+        }
+        // Only a tuple with a non-interned name (C callers') is worth
+        // remembering: Python callers' names match by pointer above.
+        if values.len() == 1 && context.is_some() {
+            let name = names.get_borrowed_item(0)?;
+            if name.as_ptr() != intern!(py, "context").as_ptr() {
+                remember_context_only(names);
+            }
+        }
+        Ok(())
+    }
+
     /// Which parameter a keyword other than the interned `context` names:
     /// `None` for `context` (a non-interned equal string), else the index
     /// of a leading parameter. Out of line: callers pass leading
@@ -138,6 +169,34 @@ impl<const N: usize> Spec<N> {
     }
 }
 
+/// The keyword-names tuple `("context",)` that asyncio's C `Task` and
+/// `Future` pass on every `call_soon`: one tuple object made at module
+/// init, holding a `"context"` string that is not the interned one, so it
+/// would otherwise take the string comparison of [`Spec::keyword_slot`]
+/// every time. The last such tuple seen is remembered, with a strong
+/// reference so that its address cannot be reused by another object while
+/// remembered, and recognised by pointer. A caller that builds a new tuple
+/// per call (`**{"context": ctx}` with a computed key) replaces it; the
+/// next C call takes it back.
+static CONTEXT_ONLY: AtomicPtr<ffi::PyObject> = AtomicPtr::new(std::ptr::null_mut());
+
+#[inline]
+fn is_context_only(names: &Bound<'_, PyTuple>) -> bool {
+    names.as_ptr() == CONTEXT_ONLY.load(Ordering::Relaxed)
+}
+
+/// Remember `names`, a tuple of the one name `context`, for
+/// [`is_context_only`] in place of the tuple remembered before.
+#[cold]
+fn remember_context_only(names: &Bound<'_, PyTuple>) {
+    let old = CONTEXT_ONLY.swap(names.clone().unbind().into_ptr(), Ordering::AcqRel);
+    if !old.is_null() {
+        // SAFETY: `old` is the strong reference an earlier call stored; a
+        // tuple of str frees without running Python code.
+        unsafe { ffi::Py_DECREF(old) };
+    }
+}
+
 /// `Some` of every value when none is missing.
 fn all_given<T: Copy, const N: usize>(values: [Option<T>; N]) -> Option<[T; N]> {
     let filler = values.iter().flatten().next().copied()?;
@@ -148,20 +207,28 @@ fn all_given<T: Copy, const N: usize>(values: [Option<T>; N]) -> Option<[T; N]> 
     Some(out)
 }
 
-/// The C entry shared by the four methods: parse, run `body`, turn its
-/// result (or a Rust panic) into what CPython expects.
+/// A call's arguments as vectorcall passes them: `nargs` positional
+/// objects, then one value per entry of `kwnames`.
+struct RawArgs<'a, 'py> {
+    args: &'a [*mut ffi::PyObject],
+    nargs: usize,
+    kwnames: Option<&'a Bound<'py, PyTuple>>,
+}
+
+/// The C entry shared by the fastcall methods: run `body` on the raw
+/// arguments, turn its result (or a Rust panic) into what CPython expects.
 ///
 /// # Safety
 /// Called by CPython as a `METH_FASTCALL | METH_KEYWORDS` method of `Loop`:
 /// `slf` is a `Loop` (the method descriptor checks it), `args`/`nargs`/
 /// `kwnames` follow the vectorcall convention, and the GIL is held.
-unsafe fn entry<const N: usize>(
-    spec: &Spec<N>,
+unsafe fn entry(
+    method: &'static str,
     slf: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargsf: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
-    body: impl for<'a, 'py> FnOnce(&Bound<'py, Loop>, Call<'a, 'py, N>) -> PyResult<Py<PyAny>>,
+    body: impl for<'a, 'py> FnOnce(&Bound<'py, Loop>, RawArgs<'a, 'py>) -> PyResult<Py<PyAny>>,
 ) -> *mut ffi::PyObject {
     // SAFETY: CPython calls methods with the GIL held (attached thread).
     let py = unsafe { Python::assume_attached() };
@@ -181,11 +248,16 @@ unsafe fn entry<const N: usize>(
             // value per keyword name, all live for the call.
             unsafe { std::slice::from_raw_parts(args, total) }
         };
-        // SAFETY: as just described.
-        let call = unsafe { spec.parse(py, args, nargs, kwnames)? };
-        body(this, call)
+        body(
+            this,
+            RawArgs {
+                args,
+                nargs,
+                kwnames,
+            },
+        )
     }));
-    let result = outcome.unwrap_or_else(|panic| Err(panicked(spec.name, panic)));
+    let result = outcome.unwrap_or_else(|panic| Err(panicked(method, panic)));
     match result {
         Ok(obj) => obj.into_ptr(),
         Err(err) => {
@@ -238,7 +310,13 @@ macro_rules! fastcall_method {
             kwnames: *mut ffi::PyObject,
         ) -> *mut ffi::PyObject {
             // SAFETY: called by CPython as the method it is installed as.
-            unsafe { entry(&$spec, slf, args, nargsf, kwnames, |$this, $call| $body) }
+            unsafe {
+                entry($spec.name, slf, args, nargsf, kwnames, |$this, raw| {
+                    // SAFETY: `entry` passes the vectorcall array as is.
+                    let $call = $spec.parse($this.py(), raw.args, raw.nargs, raw.kwnames)?;
+                    $body
+                })
+            }
         }
     };
 }
@@ -278,9 +356,86 @@ fastcall_method!(call_at, CALL_AT, |this, call| {
     Loop::new_timer(this, when, callback.clone(), args, context, "call_at").map(Py::into_any)
 });
 
+/// `create_task(coro, *, name=None, context=None)`: one call per task,
+/// parsed in place like the four above rather than by PyO3's generic
+/// parameter description.
+unsafe extern "C" fn create_task(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: called by CPython as the method it is installed as.
+    unsafe {
+        entry("create_task", slf, args, nargsf, kwnames, |this, raw| {
+            let [coro, name, context] = task_arguments(this.py(), raw)?;
+            let Some(coro) = coro else {
+                return Err(PyTypeError::new_err(
+                    "create_task() missing 1 required positional argument: 'coro'",
+                ));
+            };
+            Loop::create_task(this, coro, name, context).map(Bound::unbind)
+        })
+    }
+}
+
+/// `create_task`'s parameters, in the order [`task_arguments`] returns them.
+const TASK_PARAMETERS: [&str; 3] = ["coro", "name", "context"];
+
+/// `[coro, name, context]` as given (positionally only `coro`).
+fn task_arguments<'a, 'py>(
+    py: Python<'py>,
+    raw: RawArgs<'a, 'py>,
+) -> PyResult<[Option<&'a Bound<'py, PyAny>>; 3]> {
+    // SAFETY: `raw` is the vectorcall array of the call in progress.
+    let arg = |ptr: &'a *mut ffi::PyObject| unsafe { Bound::ref_from_ptr(py, ptr) };
+    let (positional, values) = raw.args.split_at(raw.nargs);
+    if positional.len() > 1 {
+        return Err(PyTypeError::new_err(format!(
+            "create_task() takes 2 positional arguments but {} were given",
+            positional.len() + 1
+        )));
+    }
+    let mut given = [positional.first().map(arg), None, None];
+    if let Some(names) = raw.kwnames {
+        for (i, value) in values.iter().enumerate() {
+            let key = names.get_borrowed_item(i)?;
+            let at = task_keyword(&key)?;
+            if given[at].is_some() {
+                return Err(PyTypeError::new_err(format!(
+                    "create_task() got multiple values for argument '{}'",
+                    TASK_PARAMETERS[at]
+                )));
+            }
+            given[at] = Some(arg(value));
+        }
+    }
+    Ok(given)
+}
+
+/// Which of [`TASK_PARAMETERS`] a keyword names (interned names by pointer).
+fn task_keyword(key: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let py = key.py();
+    if key.as_ptr() == intern!(py, "name").as_ptr() {
+        return Ok(1);
+    }
+    if key.as_ptr() == intern!(py, "context").as_ptr() {
+        return Ok(2);
+    }
+    let key = key.cast::<PyString>()?.to_str()?;
+    TASK_PARAMETERS
+        .iter()
+        .position(|p| *p == key)
+        .ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "create_task() got an unexpected keyword argument '{key}'"
+            ))
+        })
+}
+
 /// The method table. CPython keeps a pointer to each entry for as long as
 /// the descriptor lives, so it is static.
-struct MethodDefs([ffi::PyMethodDef; 4]);
+struct MethodDefs([ffi::PyMethodDef; 5]);
 
 // SAFETY: the table is never written after initialisation (CPython only
 // reads method definitions); its pointers are to static C strings and
@@ -323,9 +478,14 @@ static METHODS: MethodDefs = MethodDefs([
         call_at,
         c"call_at($self, when, callback, *args, context=None)\n--\n\nArrange for callback(*args) to be called at loop time `when`.",
     ),
+    def(
+        c"create_task",
+        create_task,
+        c"create_task($self, coro, *, name=None, context=None)\n--\n\nSchedule a coroutine object: return an asyncio.Task (or what the task factory makes).",
+    ),
 ]);
 
-/// Put the four methods on the `Loop` type (once, at module init).
+/// Put the five methods on the `Loop` type (once, at module init).
 pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
     let ty = py.get_type::<Loop>();
     for def in &METHODS.0 {

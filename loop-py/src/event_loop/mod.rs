@@ -117,6 +117,8 @@ pub struct Loop {
     clock_resolution: f64,
     timer_cancels: Arc<AtomicUsize>,
     task_factory: Mutex<Option<Py<PyAny>>>,
+    /// `task_factory` is set: read by `create_task` without the lock.
+    has_task_factory: AtomicBool,
     /// Emptied `call_soon` handles for reuse. Outside the loop's state so
     /// that `call_soon_threadsafe` from another thread (GIL held) can take
     /// one too: a producer thread otherwise allocates every handle.
@@ -203,9 +205,13 @@ impl Loop {
     /// timers into the heap), in the order they were queued.
     #[inline]
     fn absorb_injected(&self, st: &mut State) {
-        if self.injector.is_empty() {
-            return;
+        if !self.injector.is_empty() {
+            self.absorb_injected_now(st);
         }
+    }
+
+    #[inline(never)]
+    fn absorb_injected_now(&self, st: &mut State) {
         let State {
             injected,
             ready,
@@ -353,6 +359,49 @@ impl Loop {
         }
         Ok(handle)
     }
+
+    /// asyncio's `create_task(coro, *, name=None, context=None)` (3.11 to
+    /// 3.13.0), entered from [`fastcall`]. With no task factory the task
+    /// is built here; with one, the running version's own
+    /// `BaseEventLoop.create_task` decides what the factory is given
+    /// (which changed between versions and patch releases). Versions whose
+    /// asyncio takes `**kwargs` get the stdlib method itself (see
+    /// `_loop.py`).
+    pub(crate) fn create_task<'py>(
+        slf: &Bound<'py, Self>,
+        coro: &Bound<'py, PyAny>,
+        name: Option<&Bound<'py, PyAny>>,
+        context: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        this.check_closed()?;
+        if this.has_task_factory.load(Ordering::Relaxed) {
+            let kw = PyDict::new(py);
+            kw.set_item("name", name)?;
+            kw.set_item("context", context)?;
+            return pyapi::stdlib_create_task(py)?.call((slf, coro), Some(&kw));
+        }
+        let name = name.filter(|n| !n.is_none());
+        let context = context.filter(|c| !c.is_none());
+        if name.is_none() && context.is_none() {
+            return pyapi::vectorcall(
+                pyapi::task_type(py)?,
+                &[coro],
+                Some(pyapi::kwnames_loop(py)),
+                &[slf.as_any()],
+            );
+        }
+        let kw = PyDict::new(py);
+        kw.set_item("loop", slf)?;
+        if let Some(n) = name {
+            kw.set_item("name", n)?;
+        }
+        if let Some(c) = context {
+            kw.set_item("context", c)?;
+        }
+        pyapi::task_type(py)?.call((coro,), Some(&kw))
+    }
 }
 
 #[pymethods]
@@ -402,6 +451,7 @@ impl Loop {
         });
         drop(taken);
         let factory = self.task_factory.try_lock().ok().and_then(|mut f| f.take());
+        self.has_task_factory.store(false, Ordering::Relaxed);
         drop(factory);
         // SAFETY: called from `__clear__`; the context is dropped after the
         // closure returns.
@@ -432,6 +482,7 @@ impl Loop {
             clock_resolution: clock::resolution(),
             timer_cancels: Arc::new(AtomicUsize::new(0)),
             task_factory: Mutex::new(None),
+            has_task_factory: AtomicBool::new(false),
             pool: GilCell::new(HandlePool::default()),
             snapshot: GilCell::new(Snapshot::default()),
         })
@@ -454,54 +505,6 @@ impl Loop {
             Some(pyapi::kwnames_loop(py)),
             &[slf.as_any()],
         )
-    }
-
-    /// asyncio's `create_task(coro, *, name=None, context=None)` (3.11 to
-    /// 3.13.0). With no task factory the task is built here; with one, the
-    /// running version's own `BaseEventLoop.create_task` decides what the
-    /// factory is given (which changed between versions and patch
-    /// releases). Versions whose asyncio takes `**kwargs` get the stdlib
-    /// method itself (see `_loop.py`).
-    #[pyo3(signature = (coro, *, name=None, context=None))]
-    pub(crate) fn create_task<'py>(
-        slf: &Bound<'py, Self>,
-        coro: &Bound<'py, PyAny>,
-        name: Option<&Bound<'py, PyAny>>,
-        context: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let this = slf.get();
-        this.check_closed()?;
-        let has_factory = this
-            .task_factory
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some();
-        if has_factory {
-            let kw = PyDict::new(py);
-            kw.set_item("name", name)?;
-            kw.set_item("context", context)?;
-            return pyapi::stdlib_create_task(py)?.call((slf, coro), Some(&kw));
-        }
-        let name = name.filter(|n| !n.is_none());
-        let context = context.filter(|c| !c.is_none());
-        if name.is_none() && context.is_none() {
-            return pyapi::vectorcall(
-                pyapi::task_type(py)?,
-                &[coro],
-                Some(pyapi::kwnames_loop(py)),
-                &[slf.as_any()],
-            );
-        }
-        let kw = PyDict::new(py);
-        kw.set_item("loop", slf)?;
-        if let Some(n) = name {
-            kw.set_item("name", n)?;
-        }
-        if let Some(c) = context {
-            kw.set_item("context", c)?;
-        }
-        pyapi::task_type(py)?.call((coro,), Some(&kw))
     }
 
     /// The task factory, as asyncio's private attribute (its own
@@ -527,6 +530,7 @@ impl Loop {
                 ));
             }
         }
+        let is_set = factory.is_some();
         let old = std::mem::replace(
             &mut *self
                 .task_factory
@@ -534,6 +538,7 @@ impl Loop {
                 .unwrap_or_else(PoisonError::into_inner),
             factory.map(Bound::unbind),
         );
+        self.has_task_factory.store(is_set, Ordering::Relaxed);
         drop(old);
         Ok(())
     }

@@ -197,7 +197,7 @@ impl Loop {
     ) -> PyResult<()> {
         let py = slf.py();
         let start = if debug { clock::monotonic() } else { 0.0 };
-        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py, debug)));
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => report_panic(slf, handle.bind(py), panic),

@@ -13,6 +13,8 @@
 //! into Python (app, futures, logging, the loop's registration methods).
 //! Methods compute what to do under the borrow and act after dropping it.
 
+mod log;
+
 use super::dispatch::Addr;
 use super::dispatch::Waiters;
 use super::exchange;
@@ -344,63 +346,6 @@ impl HttpConnection {
         }
     }
 
-    /// The server's own answer in the access log, and (but for a 500,
-    /// whose app error is logged already) as a rate-limited warning.
-    fn log_server_answer(
-        slf: &Bound<'_, Self>,
-        status: u16,
-        head: Option<&RequestHead>,
-        active: bool,
-    ) -> PyResult<()> {
-        let py = slf.py();
-        let (shared, warning, line) = {
-            let me = slf.borrow();
-            let warning = match status {
-                500 => None,
-                408 => Some(
-                    "Request timeout: no complete request head within timeout_request_head (408)"
-                        .to_owned(),
-                ),
-                503 => Some("Exceeded concurrency limit (503)".to_owned()),
-                _ => Some(match me.http.parse_error() {
-                    Some(err) => format!("Invalid HTTP request received: {err} ({status})"),
-                    None => format!("Invalid HTTP request received ({status})"),
-                }),
-            };
-            let shared = me.shared.clone_ref(py);
-            let line = if shared.borrow(py).logs.access_on {
-                let head =
-                    head.or_else(|| me.http.exchange().filter(|_| active).map(|ex| ex.head()));
-                Some(me.access_line(head, status))
-            } else {
-                None
-            };
-            (shared, warning, line)
-        };
-        if let Some(line) = line {
-            ServerShared::log_access(shared.bind(py), line)?;
-        }
-        if let Some(warning) = warning {
-            ServerShared::log_server_answer(shared.bind(py), &warning)?;
-        }
-        Ok(())
-    }
-
-    fn access_line(&self, head: Option<&RequestHead>, status: u16) -> String {
-        let duration = (self.settings.access_timed && head.is_some())
-            .then(|| clock::monotonic() - self.request_started);
-        super::access::render(
-            &self.settings.access_format,
-            &super::access::Entry {
-                client: &self.client_text,
-                head,
-                root_path: &self.settings.root_path,
-                status,
-                duration,
-            },
-        )
-    }
-
     /// Write what is buffered; half-close when a closing connection drained.
     pub(in crate::asgi) fn flush(slf: &Bound<'_, Self>) -> PyResult<()> {
         let (lost, file) = {
@@ -550,25 +495,6 @@ impl HttpConnection {
                 .call_method(intern!(py, "call_soon"), (again,), Some(&kwargs))?;
         }
         Ok(())
-    }
-
-    /// The access-log line of the completed response.
-    fn log_access(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let py = slf.py();
-        let (shared, line) = {
-            let me = slf.borrow();
-            if !me.shared.borrow(py).logs.access_on {
-                return Ok(());
-            }
-            let Some(ex) = me.http.exchange() else {
-                return Ok(());
-            };
-            (
-                me.shared.clone_ref(py),
-                me.access_line(Some(ex.head()), ex.status()),
-            )
-        };
-        ServerShared::log_access(shared.bind(py), line)
     }
 
     /// The connection is gone (EOF, reset, timeout, shutdown): close the
