@@ -57,6 +57,7 @@ pub struct Fields {
 }
 
 impl Fields {
+    #[inline]
     fn is_empty(&self) -> bool {
         self.callback.is_none()
             && self.context.is_none()
@@ -68,6 +69,7 @@ impl Fields {
     /// Drop the references knowing the GIL is held: a `Bound` decrefs
     /// directly, where dropping a `Py` first asks a thread-local whether
     /// the thread is attached (a `__tls_get_addr` call in a shared library).
+    #[inline]
     fn drop_attached(self, py: Python<'_>) {
         let Fields {
             callback,
@@ -181,7 +183,15 @@ impl AnyHandle {
         };
         let obj = handle.bind(py).as_any();
         if cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(obj) {
-            let fields = handle.get().core.fields.with(py, std::mem::take);
+            // Emptied already when it ran on its own references (`run_sole`).
+            let fields = handle
+                .get()
+                .core
+                .fields
+                .with(py, |f| (!f.is_empty()).then(|| std::mem::take(f)));
+            let Some(fields) = fields else {
+                return Some(handle);
+            };
             fields.drop_attached(py);
             // Dropping the fields ran arbitrary code; nothing can reach an
             // untracked, unreferenced handle, but check rather than assume.

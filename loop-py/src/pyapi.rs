@@ -129,6 +129,7 @@ pub fn is_context(obj: &Bound<'_, PyAny>) -> bool {
 }
 
 /// `context.run(func, *args)`, entering the context through the C API.
+#[inline]
 pub fn run_in_context<'py>(
     context: &Bound<'py, PyAny>,
     func: &Bound<'py, PyAny>,
