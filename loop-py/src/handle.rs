@@ -389,6 +389,9 @@ impl Core {
     /// the handle.
     fn run_sole(&self, this: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = this.py();
+        if self.is_cancelled() {
+            return Ok(());
+        }
         let fields = self.fields.with(py, std::mem::take);
         let (Some(callback), Some(context)) = (&fields.callback, &fields.context) else {
             fields.drop_attached(py);

@@ -299,10 +299,10 @@ fn call_args(py: Python<'_>, rest: &[*mut ffi::PyObject]) -> PyResult<CallArgs> 
     unsafe { CallArgs::from_vector(py, rest) }
 }
 
-/// A `PyCFunctionFastWithKeywords` named `$name` that parses with `$spec`
-/// and runs `$body` (see [`entry`]).
-macro_rules! fastcall_method {
-    ($name:ident, $spec:expr, |$this:ident, $call:ident| $body:block) => {
+/// A `PyCFunctionFastWithKeywords` named `$name` (`$method` in errors)
+/// that runs `$body` on the call's raw arguments (see [`entry`]).
+macro_rules! fastcall_entry {
+    ($name:ident, $method:expr, |$this:ident, $raw:ident| $body:block) => {
         unsafe extern "C" fn $name(
             slf: *mut ffi::PyObject,
             args: *const *mut ffi::PyObject,
@@ -310,14 +310,21 @@ macro_rules! fastcall_method {
             kwnames: *mut ffi::PyObject,
         ) -> *mut ffi::PyObject {
             // SAFETY: called by CPython as the method it is installed as.
-            unsafe {
-                entry($spec.name, slf, args, nargsf, kwnames, |$this, raw| {
-                    // SAFETY: `entry` passes the vectorcall array as is.
-                    let $call = $spec.parse($this.py(), raw.args, raw.nargs, raw.kwnames)?;
-                    $body
-                })
-            }
+            unsafe { entry($method, slf, args, nargsf, kwnames, |$this, $raw| $body) }
         }
+    };
+}
+
+/// A fastcall method with a `(leading…, *args, context=None)` signature,
+/// parsed with `$spec`.
+macro_rules! fastcall_method {
+    ($name:ident, $spec:expr, |$this:ident, $call:ident| $body:block) => {
+        fastcall_entry!($name, $spec.name, |$this, raw| {
+            // SAFETY: `entry` passes the vectorcall array as is (the body
+            // runs inside `fastcall_entry`'s unsafe block).
+            let $call = $spec.parse($this.py(), raw.args, raw.nargs, raw.kwnames)?;
+            $body
+        });
     };
 }
 
@@ -356,28 +363,18 @@ fastcall_method!(call_at, CALL_AT, |this, call| {
     Loop::new_timer(this, when, callback.clone(), args, context, "call_at").map(Py::into_any)
 });
 
-/// `create_task(coro, *, name=None, context=None)`: one call per task,
-/// parsed in place like the four above rather than by PyO3's generic
-/// parameter description.
-unsafe extern "C" fn create_task(
-    slf: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: ffi::Py_ssize_t,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: called by CPython as the method it is installed as.
-    unsafe {
-        entry("create_task", slf, args, nargsf, kwnames, |this, raw| {
-            let [coro, name, context] = task_arguments(this.py(), raw)?;
-            let Some(coro) = coro else {
-                return Err(PyTypeError::new_err(
-                    "create_task() missing 1 required positional argument: 'coro'",
-                ));
-            };
-            Loop::create_task(this, coro, name, context).map(Bound::unbind)
-        })
-    }
-}
+// `create_task(coro, *, name=None, context=None)`: one call per task,
+// parsed in place like the four above rather than by PyO3's generic
+// parameter description.
+fastcall_entry!(create_task, "create_task", |this, raw| {
+    let [coro, name, context] = task_arguments(this.py(), raw)?;
+    let Some(coro) = coro else {
+        return Err(PyTypeError::new_err(
+            "create_task() missing 1 required positional argument: 'coro'",
+        ));
+    };
+    Loop::create_task(this, coro, name, context).map(Bound::unbind)
+});
 
 /// `create_task`'s parameters, in the order [`task_arguments`] returns them.
 const TASK_PARAMETERS: [&str; 3] = ["coro", "name", "context"];
