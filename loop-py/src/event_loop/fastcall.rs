@@ -59,7 +59,7 @@ impl<const N: usize> Spec<N> {
         let mut context = None;
         if let Some(names) = kwnames {
             if is_context_only(names) {
-                // SAFETY: a one-name tuple comes with one keyword value.
+                // A one-name tuple comes with exactly one keyword value.
                 context = values.first().map(arg);
             } else {
                 self.parse_keywords(names, values, &mut leading, &mut context)?;
