@@ -234,10 +234,37 @@ def assert_child_ok(proc: subprocess.CompletedProcess) -> list[str]:
 SERVER_ENV_DROPPED = ("WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS", "PYTHONASYNCIODEBUG", "PYTHONDEVMODE", "PYTHONPATH")
 
 
+#: Ports for servers the tests start: below Linux's ephemeral range
+#: (32768-60999), so no client connection's local port takes one between
+#: `free_port()` and the server's bind, split between pytest-xdist workers,
+#: so two workers never pick the same one. (Asking the kernel for port 0
+#: could hand two workers one port: the second server then failed to bind,
+#: and its readiness probe reached the first worker's server.)
+_PORT_RANGE = (20000, 32000)
+_next_port: int | None = None
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port no other test process will pick, free now on 127.0.0.1."""
+    global _next_port
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    count = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    span = (_PORT_RANGE[1] - _PORT_RANGE[0]) // count
+    low = _PORT_RANGE[0] + (index % count) * span
+    if _next_port is None:
+        # Sequential runs (three Python versions) start apart too.
+        _next_port = low + (os.getpid() * 7) % span
+    for _ in range(span):
+        port = _next_port
+        _next_port = low + (_next_port + 1 - low) % span
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port in {low}-{low + span - 1}")
 
 
 def child_env(extra: dict | None = None, *, pythonpath: tuple[str, ...] = ()) -> dict:
@@ -265,6 +292,10 @@ class ServerProcess:
     output goes to files (no pipe can fill). `env` is the whole
     environment (default: `child_env()`)."""
 
+    #: Every server started in this test process, in order (a failing
+    #: test's report shows the output of the ones it started: conftest).
+    started: "list[ServerProcess]" = []
+
     def __init__(
         self,
         argv: list[str],
@@ -276,6 +307,7 @@ class ServerProcess:
         env: dict | None = None,
         pass_fds=(),
     ) -> None:
+        ServerProcess.started.append(self)
         self.argv = argv
         self.port = port
         self.uds = uds
@@ -304,8 +336,9 @@ class ServerProcess:
 
     def output(self) -> str:
         """Standard output, then standard error."""
-        self._stdout.flush()
-        self._stderr.flush()
+        if not self._stdout.closed:
+            self._stdout.flush()
+            self._stderr.flush()
         return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
 
     def wait_ready(self, timeout: float = 20.0) -> "ServerProcess":

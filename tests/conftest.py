@@ -16,7 +16,7 @@ import gc
 
 import pytest
 
-from _helpers import IMPLS, ExceptionRecorder, import_impl
+from _helpers import IMPLS, ExceptionRecorder, ServerProcess, import_impl
 
 
 @pytest.fixture(params=IMPLS)
@@ -64,3 +64,24 @@ def pytest_runtest_call(item):
             pytrace=False,
         )
     return result
+
+
+#: How many servers had started before a test (see `pytest_runtest_makereport`).
+_servers_before = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.stash[_servers_before] = len(ServerProcess.started)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed and _servers_before in item.stash:
+        # The servers' side of a failure (a refused or reset connection
+        # says little on its own).
+        for server in ServerProcess.started[item.stash[_servers_before]:]:
+            report.sections.append((f"server pid {server.pid}: {' '.join(map(str, server.argv[1:]))[:100]}", server.output()))
+    return report

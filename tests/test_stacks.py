@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ import httpx
 import pytest
 import uvicorn
 from aiohttp import web
+
+from _helpers import free_port
 
 
 async def asgi_app(scope, receive, send):
@@ -34,15 +35,9 @@ async def asgi_app(scope, receive, send):
     await send({"type": "http.response.body", "body": loop_module.encode() + b":" + body})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_uvicorn_embedded_with_httpx_and_aiohttp_clients(loop, loop_impl):
     async def main():
-        port = _free_port()
+        port = free_port()
         server = uvicorn.Server(uvicorn.Config(asgi_app, host="127.0.0.1", port=port, log_level="warning", loop="none"))
         serving = asyncio.create_task(server.serve())
         while not server.started:
@@ -74,7 +69,7 @@ def test_aiohttp_server(loop):
         app.router.add_get("/{name}", hello)
         runner = web.AppRunner(app)
         await runner.setup()
-        port = _free_port()
+        port = free_port()
         site = web.TCPSite(runner, "127.0.0.1", port)
         await site.start()
         try:
@@ -119,7 +114,7 @@ def test_uvicorn_cli_with_the_ferroloop_loop(tmp_path):
         "    await send({'type': 'http.response.start', 'status': 200, 'headers': []})\n"
         "    await send({'type': 'http.response.body', 'body': name.encode()})\n"
     )
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "--loop", "ferroloop:new_event_loop", "--port", str(port),
          "--log-level", "info", "app:app"],
