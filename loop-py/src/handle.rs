@@ -474,7 +474,7 @@ impl Core {
         let debug = match self.loop_obj(py) {
             Some(event_loop) => event_loop
                 .cast::<Loop>()
-                .map(|l| l.get().get_debug())
+                .map(|l| l.get().is_debug())
                 .unwrap_or(false),
             None => false,
         };

@@ -68,6 +68,9 @@ impl HttpServer {
             let sh = shared.borrow(slf.py());
             sh.tls.clone().map(|c| (c, sh.counters.clone()))
         };
+        // One connection's error (reported at the end) does not drop the
+        // rest of the batch: their sockets would close unserved.
+        let mut first_error = None;
         for Accepted { fd: conn_fd, peer } in accepted {
             let core = match StreamCore::accepted(conn_fd, tcp, &config) {
                 Ok(core) => core,
@@ -82,21 +85,26 @@ impl HttpServer {
                     }
                     // rustls refused to start a session: the socket closes.
                     Err(err) => {
-                        Self::log_refused(slf, &err)?;
+                        if let Err(log_error) = Self::log_refused(slf, &err) {
+                            first_error.get_or_insert(log_error);
+                        }
                         continue;
                     }
                 },
             };
-            Self::adopt(slf, stream, Addr::of(&peer), state)?;
+            if let Err(err) = Self::adopt(slf, stream, Addr::of(&peer), state) {
+                first_error.get_or_insert(err);
+            }
         }
         match stop {
-            AcceptStop::ResourceLimit(err) => Self::back_off(slf, fd, &err),
+            AcceptStop::ResourceLimit(err) => Self::back_off(slf, fd, &err)?,
             // Drained, or more may wait (the next readiness event says),
             // or a listener error asyncio would log and go on from: the
             // peer gave up before we accepted (ECONNABORTED, …) is
             // skipped inside the batch already.
-            AcceptStop::Drained | AcceptStop::BatchFull | AcceptStop::Failed(_) => Ok(()),
+            AcceptStop::Drained | AcceptStop::BatchFull | AcceptStop::Failed(_) => {}
         }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Make an accepted stream a connection of this server and start it.

@@ -1,5 +1,5 @@
-//! `call_soon`, `call_soon_threadsafe`, `call_later`, `call_at` and
-//! `create_task` as `METH_FASTCALL | METH_KEYWORDS` methods.
+//! `call_soon`, `call_soon_threadsafe`, `call_later`, `call_at`,
+//! `create_task` and `get_debug` as `METH_FASTCALL | METH_KEYWORDS` methods.
 //!
 //! They run for every task step, future callback and task. PyO3's generated
 //! wrappers for a `(callback, *args, context=None)` signature build a tuple
@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyBool, PyString, PyTuple};
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -376,6 +376,26 @@ fastcall_entry!(create_task, "create_task", |this, raw| {
     Loop::create_task(this, coro, name, context).map(Bound::unbind)
 });
 
+// `get_debug()`: asyncio's C `Future` asks it of its loop for every future
+// and task it makes; PyO3's wrapper costs more than the answer.
+fastcall_entry!(get_debug, "get_debug", |this, raw| {
+    if raw.kwnames.is_some_and(|k| !k.is_empty()) {
+        return Err(PyTypeError::new_err(
+            "Loop.get_debug() takes no keyword arguments",
+        ));
+    }
+    if !raw.args.is_empty() {
+        return Err(PyTypeError::new_err(format!(
+            "Loop.get_debug() takes no arguments ({} given)",
+            raw.args.len()
+        )));
+    }
+    Ok(PyBool::new(this.py(), this.get().is_debug())
+        .to_owned()
+        .into_any()
+        .unbind())
+});
+
 /// `create_task`'s parameters, in the order [`task_arguments`] returns them.
 const TASK_PARAMETERS: [&str; 3] = ["coro", "name", "context"];
 
@@ -432,7 +452,7 @@ fn task_keyword(key: &Bound<'_, PyAny>) -> PyResult<usize> {
 
 /// The method table. CPython keeps a pointer to each entry for as long as
 /// the descriptor lives, so it is static.
-struct MethodDefs([ffi::PyMethodDef; 5]);
+struct MethodDefs([ffi::PyMethodDef; 6]);
 
 // SAFETY: the table is never written after initialisation (CPython only
 // reads method definitions); its pointers are to static C strings and
@@ -480,9 +500,14 @@ static METHODS: MethodDefs = MethodDefs([
         create_task,
         c"create_task($self, coro, *, name=None, context=None)\n--\n\nSchedule a coroutine object: return an asyncio.Task (or what the task factory makes).",
     ),
+    def(
+        c"get_debug",
+        get_debug,
+        c"get_debug($self, /)\n--\n\nWhether the loop is in debug mode.",
+    ),
 ]);
 
-/// Put the five methods on the `Loop` type (once, at module init).
+/// Put the methods on the `Loop` type (once, at module init).
 pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
     let ty = py.get_type::<Loop>();
     for def in &METHODS.0 {

@@ -165,7 +165,7 @@ impl Loop {
     }
 
     #[inline]
-    fn is_debug(&self) -> bool {
+    pub(crate) fn is_debug(&self) -> bool {
         self.debug.load(Ordering::Relaxed)
     }
 
@@ -549,10 +549,6 @@ impl Loop {
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .map(|f| f.clone_ref(py))
-    }
-
-    pub fn get_debug(&self) -> bool {
-        self.is_debug()
     }
 
     fn set_debug(&self, enabled: &Bound<'_, PyAny>) -> PyResult<()> {
