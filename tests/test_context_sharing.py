@@ -1,6 +1,7 @@
 """Implicit contexts under a deep ready queue.
 
-With many handles waiting, ferroloop's `call_soon*` hands every handle whose
+With many handles waiting, ferroloop's `call_soon*`, `call_later` and
+`call_at` hand every handle whose
 context variables are unchanged one shared snapshot and runs each callback
 in a private copy of it (`loop-py/src/shared_context.rs`). What a callback
 sees must stay asyncio's: the variables as they were at `call_soon`, never
@@ -150,3 +151,55 @@ def test_a_deep_queue_holds_few_contexts_on_ferroloop(loop, loop_impl):
     queued = contexts() - before
     _run_all(loop)
     assert queued <= 200, f"{queued} contexts for 2,000 queued callbacks"
+
+
+def test_timers_share_and_stay_private(loop):
+    """Timers count as waiting handles and take the snapshot too: each
+    callback still sees the variables as they were at `call_later`, none
+    sees another's, and a timer's `get_context()` is what it runs in."""
+    seen: list[tuple[int, str]] = []
+
+    def fire(i: int) -> None:
+        seen.append((i, VAR.get()))
+        VAR.set(f"set-by-{i}")
+
+    def schedule() -> None:
+        for i in range(DEEP):
+            loop.call_later(0.001, fire, i)
+        # Past the sharing depth: a handle's context is its own all the
+        # same (ferroloop makes the copy private when asked), so setting
+        # through it reaches only this timer's callback.
+        mine = loop.call_later(0.001, fire, -1)
+        mine._context.run(VAR.set, "through-the-handle")
+        VAR.set("changed")
+        loop.call_later(0.001, fire, DEEP)
+        VAR.set("unchanged-again")
+
+    loop.call_soon(schedule, context=contextvars.Context())
+    loop.call_later(0.05, loop.stop)
+    loop.run_forever()
+    values = dict(seen)
+    assert len(values) == DEEP + 2
+    assert values[-1] == "through-the-handle"
+    assert values[DEEP] == "changed"
+    assert all(values[i] == "unset" for i in range(DEEP)), "a callback saw another's variable"
+
+
+def test_a_cancelled_timer_burst_holds_few_contexts_on_ferroloop(loop, loop_impl):
+    """2,000 pending timers in one unchanged context keep a handful of
+    `Context` objects alive, and cancelling them frees the snapshot."""
+    if loop_impl.__name__ != "ferroloop":
+        return
+
+    def contexts() -> int:
+        return sum(type(o) is contextvars.Context for o in gc.get_objects())
+
+    gc.collect()
+    before = contexts()
+    handles = [loop.call_later(3600, lambda: None) for _ in range(2000)]
+    queued = contexts() - before
+    assert queued <= 200, f"{queued} contexts for 2,000 pending timers"
+    for handle in handles:
+        handle.cancel()
+    del handles
+    _run_all(loop)

@@ -1,7 +1,7 @@
 //! One implicit context shared by the handles scheduled while the context
 //! variables do not change.
 //!
-//! asyncio copies the current context for every `call_soon` without
+//! asyncio copies the current context for every `call_soon` and `call_later` without
 //! `context=`. Each copy is a `Context` the cycle collector tracks, and with
 //! more than CPython's context freelist (255) alive at once, every copy
 //! counts towards a collection: a burst of 10,000 queued callbacks, or a
@@ -34,8 +34,8 @@ pub struct Snapshot {
     last: Option<(Py<PyAny>, usize)>,
 }
 
-/// Handles waiting (ready or handed over by other threads) from which a
-/// new snapshot is shared: past CPython's context freelist (255) the
+/// Handles waiting (ready, timers, or handed over by other threads) from
+/// which a new snapshot is shared: past CPython's context freelist (255) the
 /// copies are fresh allocations the collector counts, and below a few
 /// dozen the run-time copy costs more than it saves (`call_soon_chain`,
 /// one handle waiting at a time, is ~5 % slower when always sharing).

@@ -185,11 +185,15 @@ impl Loop {
         pyapi::check_callback(callback, method)
     }
 
-    /// Handles waiting to run: ready in this tick's queue (when the state
-    /// can be looked at) plus those other threads handed over.
+    /// Handles waiting to run, each holding a context: ready in this
+    /// tick's queue and timers in the heap (when the state can be looked
+    /// at), plus those other threads handed over.
     fn waiting_handles(&self) -> usize {
-        let ready = self.state.try_borrow_mut().map_or(0, |st| st.ready.len());
-        ready + self.injector.len()
+        let queued = self
+            .state
+            .try_borrow_mut()
+            .map_or(0, |st| st.ready.len() + st.timers.len());
+        queued + self.injector.len()
     }
 
     /// asyncio's `_check_thread` (debug mode only).
@@ -321,7 +325,10 @@ impl Loop {
             context,
             event_loop: slf.as_any(),
             debug,
-            sharing: None,
+            sharing: Some(Sharing {
+                snapshot: &this.snapshot,
+                waiting: &|| this.waiting_handles(),
+            }),
         }
         .build_timer(when, Arc::clone(&this.timer_cancels))?;
         this.schedule_timer(handle.clone_ref(slf.py()))?;
