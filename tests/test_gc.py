@@ -4,7 +4,9 @@ loop is done with the handle, whether it ran, was cancelled, or is a timer."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import sys
 import weakref
 
 import pytest
@@ -142,3 +144,21 @@ def test_cycle_through_a_kept_pending_timer_is_collected_with_its_loop(loop_impl
         gc.collect()
     assert loop_ref() is None
     assert owner_ref() is None
+
+
+def test_an_idle_loop_frees_the_handles_it_kept_from_a_burst(loop, loop_impl):
+    """ferroloop keeps emptied handles for reuse: up to 32,768 after a
+    burst, trimmed to 8,192 once the loop has slept for a second."""
+    if loop_impl.__name__ != "ferroloop":
+        return
+    for _ in range(30_000):
+        loop.call_soon(int)
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+    gc.collect()
+    kept = sys.getallocatedblocks()
+    loop.run_until_complete(asyncio.sleep(0.2))
+    assert kept - sys.getallocatedblocks() < 5_000, "a short sleep keeps the pool"
+    loop.run_until_complete(asyncio.sleep(1.1))
+    freed = kept - sys.getallocatedblocks()
+    assert freed > 15_000, f"{freed} blocks freed after a second idle"

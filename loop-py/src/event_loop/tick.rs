@@ -4,6 +4,7 @@
 
 use super::{Graveyard, Loop};
 use crate::handle::{AnyHandle, Handle};
+use crate::handle_pool::HandlePool;
 use crate::pyapi;
 use loop_core::clock;
 use loop_core::ready::ReadyQueue;
@@ -21,6 +22,7 @@ impl Loop {
         let py = slf.py();
         let mut graveyard: Graveyard = Vec::new();
         let blocking;
+        let mut slept_long = false;
         let mut batch = {
             let mut guard = self.state()?;
             let st = &mut *guard;
@@ -61,6 +63,7 @@ impl Loop {
                 let waited = py.detach(|| reactor.poll(timeout, &mut events));
                 let end = clock::monotonic();
                 st.stats.note_blocking_poll(end - start);
+                slept_long = end - start >= HandlePool::IDLE_SECONDS;
                 after_poll = Some(end);
                 waited
             } else if reactor.is_empty() {
@@ -123,6 +126,10 @@ impl Loop {
             batch
         };
         drop(graveyard);
+        if slept_long {
+            // An emptied handle holds no references: freeing it runs no Python.
+            drop(self.pool.with(py, HandlePool::trim_idle));
+        }
         if blocking {
             // Run Python-level signal handlers now (Ctrl-C raises here) rather
             // than at some later bytecode: the loop may have nothing to run.
