@@ -26,6 +26,11 @@ def _fill(loop) -> None:
         loop.call_soon(lambda: None)
 
 
+def _contexts() -> int:
+    """`Context` objects the collector tracks."""
+    return sum(type(o) is contextvars.Context for o in gc.get_objects())
+
+
 def _run_all(loop) -> None:
     # Two rounds: callbacks scheduled by the last round's callbacks run too.
     for _ in range(3):
@@ -141,14 +146,11 @@ def test_a_deep_queue_holds_few_contexts_on_ferroloop(loop, loop_impl):
     if loop_impl.__name__ != "ferroloop":
         return
 
-    def contexts() -> int:
-        return sum(type(o) is contextvars.Context for o in gc.get_objects())
-
     gc.collect()
-    before = contexts()
+    before = _contexts()
     for _ in range(2000):
         loop.call_soon(lambda: None)
-    queued = contexts() - before
+    queued = _contexts() - before
     _run_all(loop)
     assert queued <= 200, f"{queued} contexts for 2,000 queued callbacks"
 
@@ -191,15 +193,14 @@ def test_a_cancelled_timer_burst_holds_few_contexts_on_ferroloop(loop, loop_impl
     if loop_impl.__name__ != "ferroloop":
         return
 
-    def contexts() -> int:
-        return sum(type(o) is contextvars.Context for o in gc.get_objects())
-
     gc.collect()
-    before = contexts()
+    before = _contexts()
     handles = [loop.call_later(3600, lambda: None) for _ in range(2000)]
-    queued = contexts() - before
+    queued = _contexts() - before
     assert queued <= 200, f"{queued} contexts for 2,000 pending timers"
     for handle in handles:
         handle.cancel()
     del handles
     _run_all(loop)
+    gc.collect()
+    assert _contexts() - before <= 5, "cancelled timers left their contexts alive"

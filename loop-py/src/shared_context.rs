@@ -41,11 +41,16 @@ pub struct Snapshot {
 /// one handle waiting at a time, is ~5 % slower when always sharing).
 pub const SHARE_FROM_DEPTH: usize = 128;
 
-/// The loop's snapshot, and how to count the handles waiting in it now
-/// (asked only when a new snapshot could start).
+/// What can count the handles waiting in it now (the loop).
+pub trait Waiting {
+    fn waiting_handles(&self) -> usize;
+}
+
+/// The loop's snapshot, and the loop to count its waiting handles (asked
+/// only when a new snapshot could start).
 pub struct Sharing<'a> {
     pub snapshot: &'a GilCell<Snapshot>,
-    pub waiting: &'a dyn Fn() -> usize,
+    pub waiting: &'a dyn Waiting,
 }
 
 /// The context for a handle scheduled without `context=`, and whether it
@@ -67,7 +72,7 @@ pub fn implicit_context<'py>(
         drop(fresh);
         return Ok((ctx.into_bound(py), true));
     }
-    if (sharing.waiting)() < SHARE_FROM_DEPTH {
+    if sharing.waiting.waiting_handles() < SHARE_FROM_DEPTH {
         return Ok((fresh, false));
     }
     let replaced = snapshot.with(py, |s| s.last.replace((fresh.clone().unbind(), vars)));

@@ -185,15 +185,12 @@ impl Loop {
         pyapi::check_callback(callback, method)
     }
 
-    /// Handles waiting to run, each holding a context: ready in this
-    /// tick's queue and timers in the heap (when the state can be looked
-    /// at), plus those other threads handed over.
-    fn waiting_handles(&self) -> usize {
-        let queued = self
-            .state
-            .try_borrow_mut()
-            .map_or(0, |st| st.ready.len() + st.timers.len());
-        queued + self.injector.len()
+    /// The implicit-context snapshot for a handle made without `context=`.
+    fn sharing(&self) -> Sharing<'_> {
+        Sharing {
+            snapshot: &self.snapshot,
+            waiting: self,
+        }
     }
 
     /// asyncio's `_check_thread` (debug mode only).
@@ -297,10 +294,7 @@ impl Loop {
             context,
             event_loop: slf.as_any(),
             debug,
-            sharing: Some(Sharing {
-                snapshot: &this.snapshot,
-                waiting: &|| this.waiting_handles(),
-            }),
+            sharing: Some(this.sharing()),
         }
         .build_queued(pooled)
     }
@@ -325,10 +319,7 @@ impl Loop {
             context,
             event_loop: slf.as_any(),
             debug,
-            sharing: Some(Sharing {
-                snapshot: &this.snapshot,
-                waiting: &|| this.waiting_handles(),
-            }),
+            sharing: Some(this.sharing()),
         }
         .build_timer(when, Arc::clone(&this.timer_cancels))?;
         this.schedule_timer(handle.clone_ref(slf.py()))?;

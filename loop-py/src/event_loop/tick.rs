@@ -6,6 +6,7 @@ use super::{Graveyard, Loop};
 use crate::handle::{AnyHandle, Handle};
 use crate::handle_pool::HandlePool;
 use crate::pyapi;
+use crate::shared_context::Waiting;
 use loop_core::clock;
 use loop_core::ready::ReadyQueue;
 use pyo3::exceptions::PyRuntimeError;
@@ -267,5 +268,18 @@ impl Drop for RunGuard<'_> {
         }
         self.0.stopping.store(false, Ordering::Release);
         self.0.state.release();
+    }
+}
+
+impl Waiting for Loop {
+    /// Handles waiting to run, each holding a context: ready in this
+    /// tick's queue and timers in the heap (when the state can be looked
+    /// at), plus those other threads handed over.
+    fn waiting_handles(&self) -> usize {
+        let queued = self
+            .state
+            .try_borrow_mut()
+            .map_or(0, |st| st.ready.len() + st.timers.len());
+        queued + self.injector.len()
     }
 }
