@@ -17,6 +17,8 @@ import gc
 import threading
 import weakref
 
+from _helpers import ferroloop_test_hooks
+
 VAR = contextvars.ContextVar("VAR", default="unset")
 DEEP = 600  # well past the depth at which sharing starts (128)
 
@@ -36,6 +38,14 @@ def _run_all(loop) -> None:
     for _ in range(3):
         loop.call_soon(loop.stop)
         loop.run_forever()
+
+
+def test_the_private_layouts_sharing_reads_hold_on_this_python():
+    """Module init checks the two words of CPython's private structs that
+    sharing reads (a Context's variables, the thread's current context) and
+    turns off what does not hold; on every tested version both must hold,
+    or a layout moved and the fast path is silently gone."""
+    assert ferroloop_test_hooks().context_layouts() == (True, True)
 
 
 def test_a_variable_set_by_one_callback_is_not_seen_by_the_next(loop):
@@ -101,6 +111,69 @@ def test_a_callback_that_keeps_its_context_does_not_share_it(loop):
     _run_all(loop)
     assert [c[VAR] for c in kept] == ["kept"] * 3
     assert seen == ["unset"]
+
+
+def test_a_token_kept_by_one_callback_is_refused_in_the_next(loop):
+    """Setting a variable to the value it has leaves the mapping as it was,
+    but the `Token` kept holds the callback's context: the next callback
+    must run in another one (ferroloop reuses a copy only when nothing
+    holds it), where resetting with that token fails as in asyncio."""
+    tokens: list[contextvars.Token[str]] = []
+    outcomes: list[str] = []
+
+    def keep() -> None:
+        tokens.append(VAR.set(VAR.get()))
+
+    def use() -> None:
+        try:
+            VAR.reset(tokens[-1])
+        except ValueError:
+            outcomes.append("refused")
+        else:
+            outcomes.append("reset")
+
+    def burst() -> None:
+        VAR.set("x")
+        _fill(loop)
+        for _ in range(3):
+            loop.call_soon(keep)
+            loop.call_soon(use)
+
+    loop.call_soon(burst, context=contextvars.Context())
+    _run_all(loop)
+    assert outcomes == ["refused"] * 3
+
+
+def test_a_variable_set_and_reset_by_one_callback_is_not_seen_by_the_next(loop):
+    seen: list[str] = []
+
+    def set_and_reset() -> None:
+        seen.append(VAR.get())
+        VAR.reset(VAR.set("inside"))
+        VAR.set("left-set")
+
+    _fill(loop)
+    for _ in range(5):
+        loop.call_soon(set_and_reset)
+    _run_all(loop)
+    assert seen == ["unset"] * 5
+
+
+def test_a_thread_that_never_used_contexts_shares_too(loop):
+    """A new thread has no current context until one is asked for: the
+    first copy makes it, the rest are read in place."""
+    seen: list[str] = []
+
+    def produce() -> None:
+        for _ in range(DEEP):
+            loop.call_soon_threadsafe(lambda: seen.append(VAR.get()))
+        loop.call_soon_threadsafe(loop.stop)
+
+    worker = threading.Thread(target=produce)
+    worker.start()
+    loop.run_forever()
+    worker.join()
+    assert seen == ["unset"] * DEEP
 
 
 def test_threadsafe_handles_share_and_stay_private(loop):

@@ -25,7 +25,7 @@ use crate::gil_cell::GilCell;
 use crate::handle_tracking::is_sole_reference;
 pub use crate::handle_tracking::{release_timer, track, untrack_while_queued, visit_owned};
 use crate::pyapi;
-use crate::shared_context::{self, Sharing};
+use crate::shared_context::{self, Sharing, Snapshot};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
 use pyo3::gc::PyVisit;
@@ -204,16 +204,21 @@ impl AnyHandle {
         None
     }
 
-    /// Run it (see [`Core::run`]). `shown_after`: the handle is shown
-    /// after the run (debug mode's slow-callback line), so it must keep its
-    /// callback.
-    pub fn run(&self, py: Python<'_>, shown_after: bool) -> PyResult<()> {
+    /// Run it (see [`Core::run`]) for the loop whose snapshot is `shared`.
+    /// `shown_after`: the handle is shown after the run (debug mode's
+    /// slow-callback line), so it must keep its callback.
+    pub fn run(
+        &self,
+        py: Python<'_>,
+        shared: &GilCell<Snapshot>,
+        shown_after: bool,
+    ) -> PyResult<()> {
         let this = self.bind(py);
         let core = self.core();
         if !shown_after && cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(this) {
-            return core.run_sole(this);
+            return core.run_sole(this, shared);
         }
-        core.run(this)
+        core.run(this, Some(shared))
     }
 }
 
@@ -344,8 +349,10 @@ impl Core {
 
     /// Run the callback in its context. Exceptions go to the loop's
     /// exception handler; only `KeyboardInterrupt` and `SystemExit` are
-    /// returned. `this` is the handle object owning this core.
-    pub fn run(&self, this: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// returned. `this` is the handle object owning this core; `shared`
+    /// the running loop's snapshot (for its spare copy, see
+    /// [`shared_context::run_in_copy`]).
+    pub fn run(&self, this: &Bound<'_, PyAny>, shared: Option<&GilCell<Snapshot>>) -> PyResult<()> {
         let py = this.py();
         if self.is_cancelled() {
             return Ok(());
@@ -361,19 +368,18 @@ impl Core {
                 f.context_shared,
             ))
         });
-        let Some((func, args, context, shared)) = call else {
+        let Some((func, args, context, context_shared)) = call else {
             return Ok(());
         };
-        let (func, mut context) = (func.into_bound(py), context.into_bound(py));
-        if shared {
-            // A failed copy (MemoryError) is the callback's error, reported
-            // as one; only exit exceptions leave `run`.
-            match pyapi::copy_context(&context) {
-                Ok(own) => context = own,
-                Err(err) => return self.report_error(this, &func, &args, err),
-            }
-        }
-        let result = match pyapi::run_in_context(&context, &func, &args) {
+        let (func, context) = (func.into_bound(py), context.into_bound(py));
+        // A failed copy (MemoryError) is the callback's error, reported as
+        // one; only exit exceptions leave `run`.
+        let outcome = if context_shared {
+            shared_context::run_in_copy(shared, &context, &func, &args)
+        } else {
+            pyapi::run_in_context(&context, &func, &args)
+        };
+        let result = match outcome {
             Ok(()) => Ok(()),
             Err(err) => self.report_error(this, &func, &args, err),
         };
@@ -387,7 +393,7 @@ impl Core {
     /// arguments and context are moved out for the call instead of copied.
     /// They go back in before an error is reported, since the report shows
     /// the handle.
-    fn run_sole(&self, this: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn run_sole(&self, this: &Bound<'_, PyAny>, shared: &GilCell<Snapshot>) -> PyResult<()> {
         let py = this.py();
         if self.is_cancelled() {
             return Ok(());
@@ -400,8 +406,7 @@ impl Core {
         let (func, context) = (callback.func.bind(py), context.bind(py));
         let outcome = if fields.context_shared {
             // A failed copy (MemoryError) is the callback's error, as in `run`.
-            pyapi::copy_context(context)
-                .and_then(|own| pyapi::run_in_context(&own, func, &callback.args))
+            shared_context::run_in_copy(Some(shared), context, func, &callback.args)
         } else {
             pyapi::run_in_context(context, func, &callback.args)
         };
@@ -617,7 +622,7 @@ macro_rules! handle_pymethods {
 
             /// Run now, as asyncio's private `Handle._run()` (used by some tests).
             fn _run(slf: &Bound<'_, Self>) -> PyResult<()> {
-                slf.get().core.run(slf.as_any())
+                slf.get().core.run(slf.as_any(), None)
             }
 
             #[getter]

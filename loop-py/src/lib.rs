@@ -11,6 +11,7 @@ mod asgi;
 mod awaitable;
 mod call_args;
 mod cli;
+mod context_layout;
 mod errors;
 mod event_loop;
 mod future_ops;
@@ -29,7 +30,7 @@ mod testing;
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_loop::Loop>()?;
-    shared_context::check_layout(m.py())?;
+    context_layout::check(m.py())?;
     event_loop::install_fastcall_methods(m.py())?;
     m.add_function(wrap_pyfunction!(sockio::sock_send, m)?)?;
     m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;

@@ -8,30 +8,40 @@
 //! thread feeding `call_soon_threadsafe`, spent about half its time in the
 //! collector (`docs/decisions.md`). A copy of an unchanged context shares
 //! its variable mapping with the last one, so the loop keeps that last copy
-//! (the snapshot) and hands it to every handle whose fresh copy has the
-//! same mapping; the fresh copy goes straight back to the freelist.
+//! (the snapshot) and hands it to every handle scheduled while the current
+//! context has the same mapping, read in place without a copy
+//! (`context_layout`; where that read is not confirmed, a fresh copy is
+//! compared and goes straight back to the freelist).
 //!
 //! Sharing starts only once many handles are waiting
 //! ([`SHARE_FROM_DEPTH`]): with a few, the copies come from the freelist
 //! and sharing would only add the run-time copy below. It ends at the end
 //! of the tick in which no handle holds the snapshot any more.
 //!
-//! A shared snapshot is never entered: a handle holding it runs in a copy
-//! made at run time (from the freelist, freed right after), so a variable
-//! one callback sets is not seen by the next, as in asyncio. A handle whose
+//! A shared snapshot is never entered: a handle holding it runs in a
+//! private copy ([`run_in_copy`]), so a variable one callback sets is not
+//! seen by the next, as in asyncio. A copy its callback left as it found it
+//! (no variable set, no reference kept) cannot be told from a fresh copy,
+//! so the loop keeps it (the spare) for the next handle of the same
+//! variables instead of freeing it and copying again. A handle whose
 //! context is asked for (`get_context()`, `_context`) is given a private
 //! copy first, so what the caller gets is what the callback runs in.
 
+use crate::call_args::CallArgs;
+use crate::context_layout::{current_vars, read_vars, vars_identity};
 use crate::gil_cell::GilCell;
 use crate::pyapi;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use std::sync::atomic::{AtomicU8, Ordering};
 
-/// The loop's last implicit snapshot and the identity of its variables.
+/// The loop's last implicit snapshot and the identity of its variables,
+/// and the spare copy to run shared handles in.
 #[derive(Default)]
 pub struct Snapshot {
     last: Option<(Py<PyAny>, usize)>,
+    /// A private Context nobody else holds, left unchanged by the callback
+    /// that last ran in it (see [`run_in_copy`]).
+    spare: Option<Py<PyAny>>,
 }
 
 /// Handles waiting (ready, timers, or handed over by other threads) from
@@ -59,118 +69,128 @@ pub fn implicit_context<'py>(
     py: Python<'py>,
     sharing: Sharing<'_>,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
-    let snapshot = sharing.snapshot;
+    // Read in place where the thread's current context can be: an
+    // unchanged context then costs no copy at all.
+    if let Some(vars) = current_vars(py) {
+        if let Some(ctx) = shared_for(py, &sharing, vars) {
+            return Ok((ctx, true));
+        }
+        let fresh = pyapi::copy_current_context(py)?;
+        return Ok(start_sharing(py, &sharing, fresh, vars));
+    }
     let fresh = pyapi::copy_current_context(py)?;
     let Some(vars) = vars_identity(&fresh) else {
         return Ok((fresh, false));
     };
-    let shared = snapshot.with(py, |s| match &s.last {
-        Some((ctx, last_vars)) if *last_vars == vars => Some(ctx.clone_ref(py)),
-        _ => None,
-    });
-    if let Some(ctx) = shared {
+    if let Some(ctx) = shared_for(py, &sharing, vars) {
         drop(fresh);
-        return Ok((ctx.into_bound(py), true));
+        return Ok((ctx, true));
     }
+    Ok(start_sharing(py, &sharing, fresh, vars))
+}
+
+/// The snapshot, if it has the variables `vars`.
+#[inline]
+fn shared_for<'py>(
+    py: Python<'py>,
+    sharing: &Sharing<'_>,
+    vars: usize,
+) -> Option<Bound<'py, PyAny>> {
+    sharing.snapshot.with(py, |s| match &s.last {
+        Some((ctx, last_vars)) if *last_vars == vars => Some(ctx.clone_ref(py).into_bound(py)),
+        _ => None,
+    })
+}
+
+/// `fresh` (a copy of the current context, of variables `vars`) for a
+/// handle; it becomes the snapshot if enough handles are waiting.
+fn start_sharing<'py>(
+    py: Python<'py>,
+    sharing: &Sharing<'_>,
+    fresh: Bound<'py, PyAny>,
+    vars: usize,
+) -> (Bound<'py, PyAny>, bool) {
     if sharing.waiting.waiting_handles() < SHARE_FROM_DEPTH {
-        return Ok((fresh, false));
+        return (fresh, false);
     }
-    let replaced = snapshot.with(py, |s| s.last.replace((fresh.clone().unbind(), vars)));
+    let replaced = sharing
+        .snapshot
+        .with(py, |s| s.last.replace((fresh.clone().unbind(), vars)));
     // Dropping the old snapshot may free a Context: outside `with`.
     drop(replaced);
-    Ok((fresh, true))
+    (fresh, true)
+}
+
+/// Run `func(*args)` in a private copy of `ctx`, a shared snapshot, as
+/// asyncio runs each handle in its own context. The loop's spare copy is
+/// used when it has the same variables; the copy goes back as the spare if
+/// the callback left it as it found it: no variable set (the mapping's
+/// identity is unchanged) and no reference kept (a `Token` from `set()`
+/// keeps one). `spare` is `None` outside the loop's own run
+/// (`Handle._run()`): a fresh copy every time.
+pub fn run_in_copy(
+    spare: Option<&GilCell<Snapshot>>,
+    ctx: &Bound<'_, PyAny>,
+    func: &Bound<'_, PyAny>,
+    args: &CallArgs,
+) -> PyResult<()> {
+    let py = ctx.py();
+    let reuse = spare.zip(vars_identity(ctx));
+    // Taken out while the callback runs: a nested run copies afresh.
+    let kept = reuse.and_then(|(cell, _)| cell.with(py, |s| s.spare.take()));
+    let own = match (kept, reuse) {
+        // SAFETY: the spare is a live exact Context (one of our copies).
+        (Some(c), Some((_, vars))) if unsafe { read_vars(c.as_ptr()) } == vars => c.into_bound(py),
+        // Another snapshot's spare (dropped here, outside `with`).
+        _ => pyapi::copy_context(ctx)?,
+    };
+    let result = pyapi::run_in_context(&own, func, args);
+    if let Some((cell, vars)) = reuse {
+        // SAFETY: reading the reference count and variables of a live
+        // exact Context we hold.
+        let clean = unsafe { ffi::Py_REFCNT(own.as_ptr()) == 1 && read_vars(own.as_ptr()) == vars };
+        if clean {
+            let displaced = cell.with(py, |s| s.spare.replace(own.unbind()));
+            drop(displaced);
+        }
+    }
+    result
 }
 
 /// Let go of a snapshot no handle holds any more (called at the end of a
-/// tick), so the loop does not keep a context's values alive after the
-/// callbacks that could see them have run.
+/// tick), and of a spare copy of other variables than the snapshot's, so
+/// the loop does not keep a context's values alive after the callbacks
+/// that could see them have run.
 pub fn release_unused(py: Python<'_>, snapshot: &GilCell<Snapshot>) {
-    let unused = snapshot.with(py, |s| match &s.last {
-        // SAFETY: reading the reference count of a live object we hold.
-        Some((ctx, _)) if unsafe { ffi::Py_REFCNT(ctx.as_ptr()) } == 1 => s.last.take(),
-        _ => None,
+    let unused = snapshot.with(py, |s| {
+        let last = match &s.last {
+            // SAFETY: reading the reference count of a live object we hold.
+            Some((ctx, _)) if unsafe { ffi::Py_REFCNT(ctx.as_ptr()) } == 1 => s.last.take(),
+            _ => None,
+        };
+        let spare = match (&s.spare, &s.last) {
+            // SAFETY: the spare is a live exact Context we hold.
+            (Some(c), Some((_, vars))) if unsafe { read_vars(c.as_ptr()) } == *vars => None,
+            _ => s.spare.take(),
+        };
+        (last, spare)
     });
     drop(unused);
 }
 
-/// Drop the snapshot (the loop is closing or being cleared by the collector).
-pub fn clear(snapshot: &mut Snapshot) -> Option<Py<PyAny>> {
-    snapshot.last.take().map(|(ctx, _)| ctx)
+/// Drop the snapshot and the spare (the loop is closing or being cleared by
+/// the collector).
+pub fn clear(snapshot: &mut Snapshot) -> [Option<Py<PyAny>>; 2] {
+    [
+        snapshot.last.take().map(|(ctx, _)| ctx),
+        snapshot.spare.take(),
+    ]
 }
 
-/// The snapshot for the loop's `__traverse__`.
-pub fn held(snapshot: &Snapshot) -> Option<&Py<PyAny>> {
-    snapshot.last.as_ref().map(|(ctx, _)| ctx)
-}
-
-/// Where `PyContext` keeps its variables (a HAMT): after the object header
-/// and the `ctx_prev` pointer, in every CPython from 3.7 to 3.14. The
-/// struct is internal (`pycore_context.h`), so module init checks the
-/// layout on the running interpreter ([`check_layout`]) and sharing stays
-/// off if it does not hold.
-const VARS_OFFSET: usize = std::mem::size_of::<ffi::PyObject>() + std::mem::size_of::<usize>();
-
-const UNCHECKED: u8 = 0;
-const LAYOUT_OK: u8 = 1;
-const LAYOUT_UNKNOWN: u8 = 2;
-static LAYOUT: AtomicU8 = AtomicU8::new(UNCHECKED);
-
-/// The identity of a context's variable mapping: equal for a context and
-/// its copies until a variable is set in one of them. `None` when sharing
-/// is off (layout not confirmed, a free-threaded build, or not an exact
-/// Context).
-fn vars_identity(ctx: &Bound<'_, PyAny>) -> Option<usize> {
-    if cfg!(Py_GIL_DISABLED)
-        || LAYOUT.load(Ordering::Relaxed) != LAYOUT_OK
-        || !pyapi::is_context(ctx)
-    {
-        return None;
-    }
-    // SAFETY: `ctx` is a live exact Context, whose size (checked in
-    // `check_layout` against `tp_basicsize`) covers a pointer at
-    // VARS_OFFSET; the pointer is read, never dereferenced.
-    Some(unsafe { read_vars(ctx.as_ptr()) })
-}
-
-/// # Safety
-/// `ctx` is a live object at least `VARS_OFFSET + 8` bytes long.
-unsafe fn read_vars(ctx: *mut ffi::PyObject) -> usize {
-    // SAFETY: as the caller promises; an unaligned read is not needed (the
-    // field is pointer-aligned after a pointer-aligned header).
-    unsafe { *(ctx.cast::<u8>().add(VARS_OFFSET).cast::<usize>()) }
-}
-
-/// Confirm on this interpreter that the word at `VARS_OFFSET` behaves as
-/// the variable mapping: shared by a context and its copy, changed by
-/// setting a variable, and inside the object. Sharing is on only if so.
-pub fn check_layout(py: Python<'_>) -> PyResult<()> {
-    let ok = !cfg!(Py_GIL_DISABLED) && layout_behaves(py)?;
-    LAYOUT.store(
-        if ok { LAYOUT_OK } else { LAYOUT_UNKNOWN },
-        Ordering::Relaxed,
-    );
-    Ok(())
-}
-
-fn layout_behaves(py: Python<'_>) -> PyResult<bool> {
-    // SAFETY: PyContext_Type is CPython's static type object.
-    let size = unsafe { (*std::ptr::addr_of_mut!(ffi::PyContext_Type)).tp_basicsize };
-    if usize::try_from(size).map_or(true, |s| s < VARS_OFFSET + std::mem::size_of::<usize>()) {
-        return Ok(false);
-    }
-    let a = pyapi::new_context(py)?;
-    let b = pyapi::copy_context(&a)?;
-    // SAFETY: both are live exact Contexts at least `size` bytes long.
-    let (va, vb) = unsafe { (read_vars(a.as_ptr()), read_vars(b.as_ptr())) };
-    if va == 0 || va != vb {
-        return Ok(false);
-    }
-    let var = py
-        .import("contextvars")?
-        .getattr("ContextVar")?
-        .call1(("ferroloop_layout_check",))?;
-    a.call_method1("run", (var.getattr("set")?, 1))?;
-    // SAFETY: as above.
-    let (va2, vb2) = unsafe { (read_vars(a.as_ptr()), read_vars(b.as_ptr())) };
-    Ok(va2 != 0 && va2 != va && vb2 == vb)
+/// The snapshot and the spare, for the loop's `__traverse__`.
+pub fn held(snapshot: &Snapshot) -> [Option<&Py<PyAny>>; 2] {
+    [
+        snapshot.last.as_ref().map(|(ctx, _)| ctx),
+        snapshot.spare.as_ref(),
+    ]
 }

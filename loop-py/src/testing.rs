@@ -41,6 +41,15 @@ fn ws_settings<'py>(config: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, Py
     Ok(Some(d))
 }
 
+/// Whether module init confirmed the private layouts context sharing
+/// reads (`context_layout`): (a Context's variables, the thread's current
+/// context). Tests assert both on every tested Python, so a version whose
+/// layout moved fails loudly instead of silently losing the fast path.
+#[pyfunction]
+fn context_layouts() -> (bool, bool) {
+    crate::context_layout::confirmed()
+}
+
 /// Adds `_testing` to `_native` and to `sys.modules` (so that `import
 /// ferroloop._native._testing` works as well as `from ferroloop._native
 /// import _testing`).
@@ -49,6 +58,7 @@ pub fn register(native: &Bound<'_, PyModule>) -> PyResult<()> {
     let testing = PyModule::new(py, "ferroloop._native._testing")?;
     testing.add_function(wrap_pyfunction!(test_panic, &testing)?)?;
     testing.add_function(wrap_pyfunction!(ws_settings, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(context_layouts, &testing)?)?;
     native.add("_testing", &testing)?;
     py.import("sys")?
         .getattr("modules")?

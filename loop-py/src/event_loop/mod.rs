@@ -426,8 +426,11 @@ impl Loop {
         }
         // SAFETY: called from `__traverse__`; the closure only visits.
         let visited = unsafe {
-            self.snapshot
-                .with_in_gc(|s| visit.call(shared_context::held(s)))
+            self.snapshot.with_in_gc(|s| {
+                shared_context::held(s)
+                    .into_iter()
+                    .try_for_each(|ctx| visit.call(ctx))
+            })
         };
         // Free-threaded: a snapshot cell held elsewhere is not visited (as
         // a handle's fields, see `Core::traverse`); these builds never

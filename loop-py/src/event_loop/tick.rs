@@ -205,7 +205,7 @@ impl Loop {
     ) -> PyResult<()> {
         let py = slf.py();
         let start = if debug { clock::monotonic() } else { 0.0 };
-        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py, debug)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py, &self.snapshot, debug)));
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => report_panic(slf, handle.bind(py), panic),
