@@ -27,8 +27,12 @@ const CURRENT_CONTEXT_OFFSET: Option<usize> = Some(208);
 const CURRENT_CONTEXT_OFFSET: Option<usize> = None;
 
 /// `sizeof(PyThreadState)` is at least this on the versions above, so the
-/// word read is inside the struct.
+/// word read is inside the struct (checked at compile time).
 const THREAD_STATE_MIN_SIZE: usize = 288;
+const _: () = assert!(match CURRENT_CONTEXT_OFFSET {
+    Some(offset) => offset + std::mem::size_of::<usize>() <= THREAD_STATE_MIN_SIZE,
+    None => true,
+});
 
 static VARS_OK: AtomicBool = AtomicBool::new(false);
 static CURRENT_OK: AtomicBool = AtomicBool::new(false);
@@ -79,7 +83,8 @@ pub unsafe fn read_vars(ctx: *mut ffi::PyObject) -> usize {
 }
 
 /// # Safety
-/// The GIL is held and `offset + 8 <= THREAD_STATE_MIN_SIZE`.
+/// The GIL is held and `offset` is `CURRENT_CONTEXT_OFFSET`'s (inside the
+/// struct, see `THREAD_STATE_MIN_SIZE`).
 #[inline]
 unsafe fn read_current(offset: usize) -> *mut ffi::PyObject {
     // SAFETY: as the caller promises: the thread state is live and the
@@ -141,14 +146,11 @@ fn current_behaves(py: Python<'_>) -> PyResult<bool> {
     let Some(offset) = CURRENT_CONTEXT_OFFSET else {
         return Ok(false);
     };
-    if offset + std::mem::size_of::<usize>() > THREAD_STATE_MIN_SIZE {
-        return Ok(false);
-    }
     let (a, b) = (pyapi::new_context(py)?, pyapi::new_context(py)?);
     // SAFETY: `a` and `b` are live, fresh Contexts, entered and left in
     // nested order (each Exit follows a successful Enter of the same
-    // context); the reads are inside the thread state (checked above) with
-    // the GIL held.
+    // context); the reads are inside the thread state (the assertion by
+    // `THREAD_STATE_MIN_SIZE`) with the GIL held.
     unsafe {
         if ffi::PyContext_Enter(a.as_ptr()) < 0 {
             return Err(PyErr::fetch(py));

@@ -204,21 +204,21 @@ impl AnyHandle {
         None
     }
 
-    /// Run it (see [`Core::run`]) for the loop whose snapshot is `shared`.
+    /// Run it (see [`Core::run`]) for the loop whose snapshot is `snapshot`.
     /// `shown_after`: the handle is shown after the run (debug mode's
     /// slow-callback line), so it must keep its callback.
     pub fn run(
         &self,
         py: Python<'_>,
-        shared: &GilCell<Snapshot>,
+        snapshot: &GilCell<Snapshot>,
         shown_after: bool,
     ) -> PyResult<()> {
         let this = self.bind(py);
         let core = self.core();
         if !shown_after && cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(this) {
-            return core.run_sole(this, shared);
+            return core.run_sole(this, snapshot);
         }
-        core.run(this, Some(shared))
+        core.run(this, Some(snapshot))
     }
 }
 
@@ -349,10 +349,14 @@ impl Core {
 
     /// Run the callback in its context. Exceptions go to the loop's
     /// exception handler; only `KeyboardInterrupt` and `SystemExit` are
-    /// returned. `this` is the handle object owning this core; `shared`
-    /// the running loop's snapshot (for its spare copy, see
+    /// returned. `this` is the handle object owning this core; `snapshot`
+    /// the running loop's (for its spare copy, see
     /// [`shared_context::run_in_copy`]).
-    pub fn run(&self, this: &Bound<'_, PyAny>, shared: Option<&GilCell<Snapshot>>) -> PyResult<()> {
+    pub fn run(
+        &self,
+        this: &Bound<'_, PyAny>,
+        snapshot: Option<&GilCell<Snapshot>>,
+    ) -> PyResult<()> {
         let py = this.py();
         if self.is_cancelled() {
             return Ok(());
@@ -375,7 +379,7 @@ impl Core {
         // A failed copy (MemoryError) is the callback's error, reported as
         // one; only exit exceptions leave `run`.
         let outcome = if context_shared {
-            shared_context::run_in_copy(shared, &context, &func, &args)
+            shared_context::run_in_copy(snapshot, &context, &func, &args)
         } else {
             pyapi::run_in_context(&context, &func, &args)
         };
@@ -393,7 +397,7 @@ impl Core {
     /// arguments and context are moved out for the call instead of copied.
     /// They go back in before an error is reported, since the report shows
     /// the handle.
-    fn run_sole(&self, this: &Bound<'_, PyAny>, shared: &GilCell<Snapshot>) -> PyResult<()> {
+    fn run_sole(&self, this: &Bound<'_, PyAny>, snapshot: &GilCell<Snapshot>) -> PyResult<()> {
         let py = this.py();
         if self.is_cancelled() {
             return Ok(());
@@ -406,7 +410,7 @@ impl Core {
         let (func, context) = (callback.func.bind(py), context.bind(py));
         let outcome = if fields.context_shared {
             // A failed copy (MemoryError) is the callback's error, as in `run`.
-            shared_context::run_in_copy(Some(shared), context, func, &callback.args)
+            shared_context::run_in_copy(Some(snapshot), context, func, &callback.args)
         } else {
             pyapi::run_in_context(context, func, &callback.args)
         };

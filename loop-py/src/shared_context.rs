@@ -69,23 +69,26 @@ pub fn implicit_context<'py>(
     py: Python<'py>,
     sharing: Sharing<'_>,
 ) -> PyResult<(Bound<'py, PyAny>, bool)> {
-    // Read in place where the thread's current context can be: an
-    // unchanged context then costs no copy at all.
-    if let Some(vars) = current_vars(py) {
-        if let Some(ctx) = shared_for(py, &sharing, vars) {
-            return Ok((ctx, true));
+    // The current context's variables, read in place where that read is
+    // confirmed (an unchanged context then costs no copy at all), else
+    // from a fresh copy.
+    let (fresh, vars) = match current_vars(py) {
+        Some(vars) => (None, vars),
+        None => {
+            let fresh = pyapi::copy_current_context(py)?;
+            match vars_identity(&fresh) {
+                Some(vars) => (Some(fresh), vars),
+                None => return Ok((fresh, false)),
+            }
         }
-        let fresh = pyapi::copy_current_context(py)?;
-        return Ok(start_sharing(py, &sharing, fresh, vars));
-    }
-    let fresh = pyapi::copy_current_context(py)?;
-    let Some(vars) = vars_identity(&fresh) else {
-        return Ok((fresh, false));
     };
     if let Some(ctx) = shared_for(py, &sharing, vars) {
-        drop(fresh);
         return Ok((ctx, true));
     }
+    let fresh = match fresh {
+        Some(fresh) => fresh,
+        None => pyapi::copy_current_context(py)?,
+    };
     Ok(start_sharing(py, &sharing, fresh, vars))
 }
 
@@ -126,16 +129,17 @@ fn start_sharing<'py>(
 /// used when it has the same variables; the copy goes back as the spare if
 /// the callback left it as it found it: no variable set (the mapping's
 /// identity is unchanged) and no reference kept (a `Token` from `set()`
-/// keeps one). `spare` is `None` outside the loop's own run
-/// (`Handle._run()`): a fresh copy every time.
+/// keeps one). `snapshot` (the running loop's, which holds the spare) is
+/// `None` outside the loop's own run (`Handle._run()`): a fresh copy every
+/// time.
 pub fn run_in_copy(
-    spare: Option<&GilCell<Snapshot>>,
+    snapshot: Option<&GilCell<Snapshot>>,
     ctx: &Bound<'_, PyAny>,
     func: &Bound<'_, PyAny>,
     args: &CallArgs,
 ) -> PyResult<()> {
     let py = ctx.py();
-    let reuse = spare.zip(vars_identity(ctx));
+    let reuse = snapshot.zip(vars_identity(ctx));
     // Taken out while the callback runs: a nested run copies afresh.
     let kept = reuse.and_then(|(cell, _)| cell.with(py, |s| s.spare.take()));
     let own = match (kept, reuse) {
