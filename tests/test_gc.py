@@ -146,6 +146,30 @@ def test_cycle_through_a_kept_pending_timer_is_collected_with_its_loop(loop_impl
     assert owner_ref() is None
 
 
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "unclosed"])
+def test_a_loop_that_made_futures_and_tasks_is_collected(loop_impl, closed):
+    # ferroloop keeps the `{"loop": loop}` it passes to `Future` and `Task`:
+    # a cycle the collector must break (close() drops it).
+    import warnings
+
+    async def work():
+        await asyncio.sleep(0)
+
+    def make():
+        loop = loop_impl.new_event_loop()
+        loop.run_until_complete(loop.create_task(work()))
+        loop.create_future()
+        if closed:
+            loop.close()
+        return weakref.ref(loop)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # "unclosed event loop"
+        loop_ref = make()
+        gc.collect()
+    assert loop_ref() is None
+
+
 def test_an_idle_loop_frees_the_handles_it_kept_from_a_burst(loop, loop_impl):
     """ferroloop keeps emptied handles for reuse: up to 32,768 after a
     burst, trimmed to 8,192 once the loop has slept for a second."""

@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import re
 import sys
+import warnings
 
 import pytest
 
@@ -43,6 +44,34 @@ def test_create_task_runs_the_coroutine(loop):
     assert isinstance(task, asyncio.Task)
     assert task.get_loop() is loop
     assert loop.run_until_complete(task) == 42
+
+
+def test_task_and_future_of_a_loop_that_is_not_the_running_one(loop, loop_impl):
+    """Made on the loop asked, not on the thread's running loop (ferroloop
+    leaves `loop=` out of the constructor only when they are the same)."""
+    other = loop_impl.new_event_loop()
+    try:
+
+        async def main():
+            running = asyncio.get_running_loop()
+            made = [
+                other.create_future(),
+                other.create_task(double(1)),
+                running.create_future(),
+                running.create_task(double(2)),
+            ]
+            await made[3]
+            return made
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            made = loop.run_until_complete(main())
+            idle = [other.create_future(), other.create_task(double(3))]
+        assert [m.get_loop() for m in made] == [other, other, loop, loop]
+        assert [m.get_loop() for m in idle] == [other, other]
+        assert other.run_until_complete(asyncio.gather(made[1], idle[1])) == [2, 6]
+    finally:
+        other.close()
 
 
 def test_create_task_name(loop):

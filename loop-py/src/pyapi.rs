@@ -6,7 +6,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::PyTuple;
 
 macro_rules! cached_attr {
     ($name:ident, $module:literal, $attr:literal) => {
@@ -48,31 +48,16 @@ cached_attr!(heappush, "heapq", "heappush");
 cached_attr!(heappop, "heapq", "heappop");
 cached_attr!(generic_alias, "types", "GenericAlias");
 
-/// `("loop",)`: keyword names for `Future(loop=…)` calls.
-pub fn kwnames_loop(py: Python<'_>) -> &Bound<'_, PyTuple> {
-    static CELL: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
-    CELL.get_or_init(py, || {
-        PyTuple::new(py, [PyString::intern(py, "loop")])
-            .expect("a 1-tuple of str always builds")
-            .unbind()
-    })
-    .bind(py)
-}
-
-/// `callable(*positional, **dict(zip(kwnames, keyword)))` without building
-/// a dict (vectorcall).
+/// `callable(*positional)` by vectorcall, the arguments on the stack.
 pub fn vectorcall<'py>(
     callable: &Bound<'py, PyAny>,
     positional: &[&Bound<'py, PyAny>],
-    kwnames: Option<&Bound<'py, PyTuple>>,
-    keyword: &[&Bound<'py, PyAny>],
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = callable.py();
-    debug_assert_eq!(kwnames.map_or(0, |k| k.len()), keyword.len());
     // One spare leading slot lets CPython prepend `self` without copying;
     // the usual few arguments fit on the stack (no allocation per call).
     const INLINE: usize = 8;
-    let len = 1 + positional.len() + keyword.len();
+    let len = 1 + positional.len();
     let mut inline = [std::ptr::null_mut::<ffi::PyObject>(); INLINE];
     let mut spilled = Vec::new();
     let stack: &mut [*mut ffi::PyObject] = if len <= INLINE {
@@ -81,20 +66,19 @@ pub fn vectorcall<'py>(
         spilled.resize(len, std::ptr::null_mut());
         &mut spilled
     };
-    for (slot, arg) in stack[1..].iter_mut().zip(positional.iter().chain(keyword)) {
+    for (slot, arg) in stack[1..].iter_mut().zip(positional) {
         *slot = arg.as_ptr();
     }
     let nargs = positional.len() | ffi::PY_VECTORCALL_ARGUMENTS_OFFSET;
     // SAFETY: every pointer in `stack` after the spare slot is a live object
-    // borrowed for the call; `kwnames` is a tuple of str whose length equals
-    // the trailing keyword values; the result is a new reference or NULL with
-    // an exception set, which `from_owned_ptr_or_err` turns into a PyErr.
+    // borrowed for the call; the result is a new reference or NULL with an
+    // exception set, which `from_owned_ptr_or_err` turns into a PyErr.
     unsafe {
         let result = ffi::PyObject_Vectorcall(
             callable.as_ptr(),
             stack.as_ptr().add(1),
             nargs,
-            kwnames.map_or(std::ptr::null_mut(), |k| k.as_ptr()),
+            std::ptr::null_mut(),
         );
         Bound::from_owned_ptr_or_err(py, result)
     }

@@ -197,7 +197,7 @@ impl AppTask {
             return Err(PyErr::fetch(py));
         }
         let entered = pyapi::enter_task(py)
-            .and_then(|f| pyapi::vectorcall(f, &[event_loop.as_any(), slf.as_any()], None, &[]));
+            .and_then(|f| pyapi::vectorcall(f, &[event_loop.as_any(), slf.as_any()]));
         let stepped = match entered {
             Err(e) => Stepped::Raised(e),
             Ok(_) => {
@@ -239,9 +239,8 @@ impl AppTask {
                         Err(e) => Stepped::Raised(e),
                     },
                 }));
-                let left = pyapi::leave_task(py).and_then(|f| {
-                    pyapi::vectorcall(f, &[event_loop.as_any(), slf.as_any()], None, &[])
-                });
+                let left = pyapi::leave_task(py)
+                    .and_then(|f| pyapi::vectorcall(f, &[event_loop.as_any(), slf.as_any()]));
                 if let Err(e) = left {
                     // SAFETY: balance the Enter above before reporting.
                     unsafe { ffi::PyContext_Exit(context.as_ptr()) };

@@ -1,5 +1,6 @@
 //! `call_soon`, `call_soon_threadsafe`, `call_later`, `call_at`,
-//! `create_task` and `get_debug` as `METH_FASTCALL | METH_KEYWORDS` methods.
+//! and `create_task` as `METH_FASTCALL | METH_KEYWORDS` methods, `get_debug`
+//! as a `METH_NOARGS` one.
 //!
 //! They run for every task step, future callback and task. PyO3's generated
 //! wrappers for a `(callback, *args, context=None)` signature build a tuple
@@ -367,7 +368,13 @@ fastcall_method!(call_at, CALL_AT, |this, call| {
 // parsed in place like the four above rather than by PyO3's generic
 // parameter description.
 fastcall_entry!(create_task, "create_task", |this, raw| {
-    let [coro, name, context] = task_arguments(this.py(), raw)?;
+    let [coro, name, context] = match (raw.args, raw.kwnames) {
+        // The usual call, `create_task(coro)`. SAFETY: its one argument is
+        // a live object (the body runs inside `fastcall_entry`'s unsafe
+        // block).
+        ([coro], None) => [Some(Bound::ref_from_ptr(this.py(), coro)), None, None],
+        _ => task_arguments(this.py(), raw)?,
+    };
     let Some(coro) = coro else {
         return Err(PyTypeError::new_err(
             "create_task() missing 1 required positional argument: 'coro'",
@@ -376,30 +383,26 @@ fastcall_entry!(create_task, "create_task", |this, raw| {
     Loop::create_task(this, coro, name, context).map(Bound::unbind)
 });
 
-// `get_debug()`: asyncio's C `Future` asks it of its loop for every future
-// and task it makes; PyO3's wrapper costs more than the answer.
-fastcall_entry!(get_debug, "get_debug", |this, raw| {
-    if raw.kwnames.is_some_and(|k| !k.is_empty()) {
-        return Err(PyTypeError::new_err(
-            "Loop.get_debug() takes no keyword arguments",
-        ));
-    }
-    if !raw.args.is_empty() {
-        return Err(PyTypeError::new_err(format!(
-            "Loop.get_debug() takes no arguments ({} given)",
-            raw.args.len()
-        )));
-    }
-    Ok(PyBool::new(this.py(), this.get().is_debug())
-        .to_owned()
-        .into_any()
-        .unbind())
-});
+/// `get_debug()`: asyncio's C `Future` asks it of its loop for every future
+/// and task it makes; PyO3's wrapper costs more than the answer, so it is
+/// a `METH_NOARGS` method (CPython checks that no argument is given).
+unsafe extern "C" fn get_debug(
+    slf: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls methods with the GIL held (attached thread).
+    let py = unsafe { Python::assume_attached() };
+    // SAFETY: `slf` is a live `Loop` instance (checked by the method
+    // descriptor before the call), borrowed for the call.
+    let this = unsafe { Bound::ref_from_ptr(py, &slf).cast_unchecked::<Loop>() };
+    PyBool::new(py, this.get().is_debug()).to_owned().into_ptr()
+}
 
 /// `create_task`'s parameters, in the order [`task_arguments`] returns them.
 const TASK_PARAMETERS: [&str; 3] = ["coro", "name", "context"];
 
 /// `[coro, name, context]` as given (positionally only `coro`).
+#[inline(never)]
 fn task_arguments<'a, 'py>(
     py: Python<'py>,
     raw: RawArgs<'a, 'py>,
@@ -474,6 +477,19 @@ const fn def(
     }
 }
 
+const fn def_noargs(
+    name: &'static CStr,
+    meth: ffi::PyCFunction,
+    doc: &'static CStr,
+) -> ffi::PyMethodDef {
+    ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer { PyCFunction: meth },
+        ml_flags: ffi::METH_NOARGS,
+        ml_doc: doc.as_ptr(),
+    }
+}
+
 static METHODS: MethodDefs = MethodDefs([
     def(
         c"call_soon",
@@ -500,7 +516,7 @@ static METHODS: MethodDefs = MethodDefs([
         create_task,
         c"create_task($self, coro, *, name=None, context=None)\n--\n\nSchedule a coroutine object: return an asyncio.Task (or what the task factory makes).",
     ),
-    def(
+    def_noargs(
         c"get_debug",
         get_debug,
         c"get_debug($self, /)\n--\n\nWhether the loop is in debug mode.",

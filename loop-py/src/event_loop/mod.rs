@@ -2,12 +2,14 @@
 //! the Python methods. The tick lives in [`tick`], fd callbacks in
 //! [`fd_callbacks`].
 
+mod construct;
 mod fastcall;
 mod fd_callbacks;
 mod tick;
 
 pub(crate) use fastcall::install as install_fastcall_methods;
 
+use construct::LoopKeyword;
 use fd_callbacks::FdCallbacks;
 use tick::{panic_message, RunGuard};
 
@@ -126,6 +128,8 @@ pub struct Loop {
     /// The implicit context `call_soon*` handles share while the context
     /// variables are unchanged (see `shared_context`).
     snapshot: GilCell<Snapshot>,
+    /// `{"loop": self}` for the `Future` and `Task` it makes.
+    loop_keyword: LoopKeyword,
 }
 
 /// References to drop once no loop state is borrowed: a decref can run
@@ -357,49 +361,6 @@ impl Loop {
         }
         Ok(handle)
     }
-
-    /// asyncio's `create_task(coro, *, name=None, context=None)` (3.11 to
-    /// 3.13.0), entered from [`fastcall`]. With no task factory the task
-    /// is built here; with one, the running version's own
-    /// `BaseEventLoop.create_task` decides what the factory is given
-    /// (which changed between versions and patch releases). Versions whose
-    /// asyncio takes `**kwargs` get the stdlib method itself (see
-    /// `_loop.py`).
-    pub(crate) fn create_task<'py>(
-        slf: &Bound<'py, Self>,
-        coro: &Bound<'py, PyAny>,
-        name: Option<&Bound<'py, PyAny>>,
-        context: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let this = slf.get();
-        this.check_closed()?;
-        if this.has_task_factory.load(Ordering::Relaxed) {
-            let kw = PyDict::new(py);
-            kw.set_item("name", name)?;
-            kw.set_item("context", context)?;
-            return pyapi::stdlib_create_task(py)?.call((slf, coro), Some(&kw));
-        }
-        let name = name.filter(|n| !n.is_none());
-        let context = context.filter(|c| !c.is_none());
-        if name.is_none() && context.is_none() {
-            return pyapi::vectorcall(
-                pyapi::task_type(py)?,
-                &[coro],
-                Some(pyapi::kwnames_loop(py)),
-                &[slf.as_any()],
-            );
-        }
-        let kw = PyDict::new(py);
-        kw.set_item("loop", slf)?;
-        if let Some(n) = name {
-            kw.set_item("name", n)?;
-        }
-        if let Some(c) = context {
-            kw.set_item("context", c)?;
-        }
-        pyapi::task_type(py)?.call((coro,), Some(&kw))
-    }
 }
 
 #[pymethods]
@@ -424,6 +385,8 @@ impl Loop {
         for hook in &st.tick_end {
             hook.traverse(&visit)?;
         }
+        // SAFETY: called from `__traverse__`.
+        unsafe { self.loop_keyword.traverse(&visit)? };
         // SAFETY: called from `__traverse__`; the closure only visits.
         let visited = unsafe {
             self.snapshot.with_in_gc(|s| {
@@ -458,6 +421,8 @@ impl Loop {
         // closure returns.
         let snapshot = unsafe { self.snapshot.with_in_gc(shared_context::clear) };
         drop(snapshot);
+        // SAFETY: called from `__clear__`.
+        unsafe { self.loop_keyword.clear_in_gc() };
     }
 
     #[new]
@@ -486,6 +451,7 @@ impl Loop {
             has_task_factory: AtomicBool::new(false),
             pool: GilCell::new(HandlePool::default()),
             snapshot: GilCell::new(Snapshot::default()),
+            loop_keyword: LoopKeyword::new(),
         })
     }
 
@@ -499,13 +465,7 @@ impl Loop {
     }
 
     pub(crate) fn create_future<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        pyapi::vectorcall(
-            pyapi::future_type(py)?,
-            &[],
-            Some(pyapi::kwnames_loop(py)),
-            &[slf.as_any()],
-        )
+        Loop::construct_on_loop(slf, pyapi::future_type(slf.py())?, &[])
     }
 
     /// The task factory, as asyncio's private attribute (its own
@@ -652,6 +612,7 @@ impl Loop {
         let pooled = self.pool.with(py, HandlePool::clear);
         let snapshot = self.snapshot.with(py, shared_context::clear);
         drop((timers, fds, pooled, deferred, snapshot));
+        self.loop_keyword.clear(py);
         Ok(())
     }
 
