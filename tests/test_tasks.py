@@ -47,8 +47,8 @@ def test_create_task_runs_the_coroutine(loop):
 
 
 def test_task_and_future_of_a_loop_that_is_not_the_running_one(loop, loop_impl):
-    """Made on the loop asked, not on the thread's running loop (ferroloop
-    leaves `loop=` out of the constructor only when they are the same)."""
+    """Made on the loop asked, not on the thread's running loop (which
+    asyncio's `Future` and `Task` take when not given one)."""
     other = loop_impl.new_event_loop()
     try:
 
