@@ -405,7 +405,12 @@ def test_loop_closed_while_a_child_runs(loop, loop_impl, caplog, request):
     # Reaped: the pid is no longer our child.
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    assert any(f"that handles pid {pid} is closed" in r.getMessage() for r in caplog.records)
+    warned = any(f"that handles pid {pid} is closed" in r.getMessage() for r in caplog.records)
+    # asyncio's watcher thread warns only if it finds the loop closed: when
+    # the killed child's exit reaches it before `loop.close()` runs (seen on
+    # a loaded CI host), it hands the exit to the still-open loop and says
+    # nothing. The reference's warning is therefore not required.
+    assert warned or loop_impl is asyncio
     del transport
     gc.collect()
     after = _open_fds()
