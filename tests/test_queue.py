@@ -20,6 +20,7 @@ import pytest
 import uvloop
 
 import ferroloop
+from _helpers import assert_child_ok, run_child
 
 LOOPS = {
     "asyncio": asyncio.new_event_loop,
@@ -383,6 +384,45 @@ def test_one_loop_per_queue():
     with pytest.raises(RuntimeError, match="bound to a different event loop"):
         asyncio.run(wait_get())
 
+
+
+# The child forked inside the run: the queue, bound to the loop, first tries
+# a waiting get without asking asyncio for the running loop; an op that
+# waits (a future yielded) means it took the child's copy of the loop for a
+# running one.
+FORKED_GET = """
+q = impl.Queue()
+
+async def main():
+    getter = asyncio.ensure_future(q.get())  # binds the queue to the loop
+    await asyncio.sleep(0)
+    q.put_nowait(1)
+    assert await getter == 1
+    pid = os.fork()
+    if pid == 0:
+        try:
+            q.get().send(None)
+        except RuntimeError as e:
+            os.write(1, f"child: {e}\\n".encode())
+            os._exit(0)
+        os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    print("child exit", os.waitstatus_to_exitcode(status), flush=True)
+    getter = asyncio.ensure_future(q.get())
+    await asyncio.sleep(0)
+    q.put_nowait(2)
+    print("parent got", await getter)
+
+impl.run(main())
+"""
+
+
+def test_a_child_forked_inside_the_run_has_no_running_loop():
+    """A waiting get asks no one while its loop runs on the thread, except
+    in a child forked from inside the run, where asyncio sees no running
+    loop; the parent's queue goes on working."""
+    proc = run_child(ferroloop, FORKED_GET)
+    assert assert_child_ok(proc) == ["child: no running event loop", "child exit 0", "parent got 2"]
 
 def test_drivers(run):
     """Every way asyncio drives an awaitable: await, tasks, gather, wait_for."""

@@ -37,6 +37,7 @@ impl CallArgs {
     /// # Safety
     /// Every pointer in `args` is a live object (a vectorcall's argument
     /// array, borrowed for the call).
+    #[inline(always)]
     pub unsafe fn from_vector(py: Python<'_>, args: &[*mut ffi::PyObject]) -> PyResult<CallArgs> {
         fn arg<'a, 'py>(py: Python<'py>, ptr: &'a *mut ffi::PyObject) -> &'a Bound<'py, PyAny> {
             // SAFETY: a live object, as the caller of `from_vector` promises.

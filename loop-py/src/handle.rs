@@ -69,7 +69,7 @@ impl Fields {
     /// Drop the references knowing the GIL is held: a `Bound` decrefs
     /// directly, where dropping a `Py` first asks a thread-local whether
     /// the thread is attached (a `__tls_get_addr` call in a shared library).
-    #[inline]
+    #[inline(always)]
     fn drop_attached(self, py: Python<'_>) {
         let Fields {
             callback,
@@ -172,7 +172,7 @@ impl AnyHandle {
     /// returned for the loop's [`HandlePool`](crate::handle_pool::HandlePool); one that someone holds goes
     /// back on the cycle collector's lists (see [`untrack_while_queued`]).
     /// Call with no loop state borrowed: emptying drops references.
-    #[inline]
+    #[inline(always)]
     pub fn release(self, py: Python<'_>) -> Option<Py<Handle>> {
         let handle = match self {
             AnyHandle::Plain(handle) => handle,
@@ -207,6 +207,7 @@ impl AnyHandle {
     /// Run it (see [`Core::run`]) for the loop whose snapshot is `snapshot`.
     /// `shown_after`: the handle is shown after the run (debug mode's
     /// slow-callback line), so it must keep its callback.
+    #[inline(always)]
     pub fn run(
         &self,
         py: Python<'_>,
@@ -235,6 +236,7 @@ pub struct NewHandle<'py> {
 }
 
 impl NewHandle<'_> {
+    #[inline(always)]
     fn into_fields(self) -> PyResult<Fields> {
         let py = self.callback.py();
         let (context, context_shared) = match (self.context, self.sharing) {
@@ -274,6 +276,7 @@ impl NewHandle<'_> {
 
     /// A `call_soon` handle about to be queued: recycled from `pool` when
     /// it has one, untracked while queued either way.
+    #[inline(always)]
     pub fn build_queued(self, pool: Option<Py<Handle>>) -> PyResult<Py<Handle>> {
         let py = self.callback.py();
         let fields = self.into_fields()?;

@@ -113,7 +113,7 @@ pub fn is_context(obj: &Bound<'_, PyAny>) -> bool {
 }
 
 /// `context.run(func, *args)`, entering the context through the C API.
-#[inline]
+#[inline(always)]
 pub fn run_in_context<'py>(
     context: &Bound<'py, PyAny>,
     func: &Bound<'py, PyAny>,

@@ -29,6 +29,7 @@ impl LoopKeyword {
     }
 
     /// `{"loop": slf}`, made on first use.
+    #[inline(always)]
     fn get<'py>(slf: &Bound<'py, Loop>) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
         let cell = &slf.get().loop_keyword.0;
@@ -83,6 +84,7 @@ impl Loop {
     /// (which changed between versions and patch releases). Versions whose
     /// asyncio takes `**kwargs` get the stdlib method itself (see
     /// `_loop.py`).
+    #[inline(always)]
     pub(crate) fn create_task<'py>(
         slf: &Bound<'py, Self>,
         coro: &Bound<'py, PyAny>,
@@ -127,6 +129,7 @@ impl Loop {
     }
 
     /// `ty(*positional, loop=self)` for asyncio's `Future` and `Task`.
+    #[inline(always)]
     pub(super) fn construct_on_loop<'py>(
         slf: &Bound<'py, Self>,
         ty: &Bound<'py, PyAny>,

@@ -10,6 +10,14 @@
 //! callback's zero or one argument is kept without a tuple (`CallArgs`).
 //! The methods are installed on the type at module init as ordinary
 //! method descriptors, with text signatures for `inspect.signature`.
+//!
+//! One `call_soon` (parsing, the handle, the push) and one `create_task`
+//! each compile to one function: their parts are `#[inline(always)]`.
+//! Between two calls the interpreter's code evicts the loop's from the
+//! instruction cache, so a call costs a miss per cache line it touches, and
+//! a chain of small functions touches more lines (calls, prologues, the
+//! moves of their arguments) than the one function it inlines into
+//! (`docs/decisions.md`, "The hot paths as one function each").
 
 use super::{number_arg, Loop};
 use crate::call_args::CallArgs;
@@ -43,6 +51,7 @@ impl<const N: usize> Spec<N> {
     /// # Safety
     /// `args` holds `nargs` positional objects followed by one value per
     /// entry of `kwnames` (a tuple of str, or NULL), all live for the call.
+    #[inline(always)]
     unsafe fn parse<'a, 'py>(
         &self,
         py: Python<'py>,
@@ -295,6 +304,7 @@ const CALL_AT: Spec<2> = Spec {
 };
 
 /// The positional arguments after the leading ones, as a handle keeps them.
+#[inline(always)]
 fn call_args(py: Python<'_>, rest: &[*mut ffi::PyObject]) -> PyResult<CallArgs> {
     // SAFETY: `rest` is a sub-slice of a vectorcall array (see `Call`).
     unsafe { CallArgs::from_vector(py, rest) }

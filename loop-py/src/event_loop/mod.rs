@@ -130,6 +130,9 @@ pub struct Loop {
     snapshot: GilCell<Snapshot>,
     /// `{"loop": self}` for the `Future` and `Task` it makes.
     loop_keyword: LoopKeyword,
+    /// This process is a child forked from inside a run of this loop: for
+    /// asyncio no loop runs here (see [`Loop::runs_here`]).
+    forked_in_run: AtomicBool,
 }
 
 /// References to drop once no loop state is borrowed: a decref can run
@@ -249,6 +252,7 @@ impl Loop {
     /// Queue a ready handle. The loop's own thread pushes directly (after
     /// anything other threads queued earlier); other threads, and re-entrant
     /// calls from destructors, go through the injector.
+    #[inline(always)]
     fn schedule(&self, handle: AnyHandle) -> PyResult<()> {
         match self.state.try_borrow_mut() {
             Ok(mut st) => {
@@ -277,6 +281,7 @@ impl Loop {
 
     /// asyncio's checks for `call_soon*`, then a handle to queue (recycled
     /// when the pool has one; see `handle_pool::HandlePool`).
+    #[inline(always)]
     fn new_ready_handle(
         slf: &Bound<'_, Self>,
         callback: Bound<'_, PyAny>,
@@ -452,6 +457,7 @@ impl Loop {
             pool: GilCell::new(HandlePool::default()),
             snapshot: GilCell::new(Snapshot::default()),
             loop_keyword: LoopKeyword::new(),
+            forked_in_run: AtomicBool::new(false),
         })
     }
 
@@ -533,6 +539,14 @@ impl Loop {
         self.state.owner() != 0
     }
 
+    /// The calling thread runs this loop: it is asyncio's running loop,
+    /// known without asking asyncio (on 3.11 `_get_running_loop` makes a
+    /// `getpid` system call). Not in a child forked from inside the run,
+    /// where asyncio sees no running loop.
+    pub(crate) fn runs_here(&self) -> bool {
+        self.state.owner() == current_thread() && !self.forked_in_run.load(Ordering::Relaxed)
+    }
+
     fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -561,6 +575,7 @@ impl Loop {
                 "This event loop is already running",
             ));
         }
+        this.forked_in_run.store(false, Ordering::Relaxed);
         let _guard = RunGuard(this);
         this.state()?.stats.run_started(clock::monotonic());
         loop {
@@ -688,6 +703,9 @@ impl Loop {
     /// parent, keeping registrations.
     fn _after_fork(&self) -> PyResult<()> {
         self.injector.acknowledge_wake();
+        if self.state.owner() != 0 {
+            self.forked_in_run.store(true, Ordering::Relaxed);
+        }
         match self.state.try_borrow_mut() {
             Ok(mut st) => st.reactor.reinit_after_fork().map_err(to_pyerr),
             // Forked from inside this loop's own tick: it is borrowed on the

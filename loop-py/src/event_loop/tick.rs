@@ -1,6 +1,10 @@
 //! The tick: asyncio's `BaseEventLoop._run_once`, step for step — poll, I/O
 //! callbacks, due timers, then exactly the callbacks ready at that point —
 //! and the callback boundary where Rust panics are caught.
+//!
+//! Running one handle (`run_handle`, the handle's `run`, `release`,
+//! `recycle`) inlines into the tick's loop, for the instruction cache (see
+//! `fastcall`).
 
 use super::{Graveyard, Loop};
 use crate::handle::{AnyHandle, Handle};
@@ -189,6 +193,7 @@ impl Loop {
     }
 
     /// Keep an emptied handle for the next `call_soon`.
+    #[inline(always)]
     pub(super) fn recycle(&self, py: Python<'_>, handle: Py<Handle>) {
         let overflow = self.pool.with(py, |pool| pool.put(handle));
         // An emptied handle holds no references: freeing it runs no Python.
@@ -197,6 +202,7 @@ impl Loop {
 
     /// Run one handle; a Rust panic becomes a RuntimeError for the
     /// exception handler instead of a BaseException killing `run_forever`.
+    #[inline(always)]
     pub(super) fn run_handle(
         &self,
         slf: &Bound<'_, Self>,

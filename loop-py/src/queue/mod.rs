@@ -100,6 +100,9 @@ impl QueueCore {
     /// put bind the queue to that loop (asyncio's `_get_loop`).
     fn new_waiter<'py>(slf: &Bound<'py, Self>, bind: bool) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        if let Some(running) = slf.get().bound_loop_running_here(py) {
+            return Self::future_on(&running);
+        }
         let running = pyapi::get_running_loop(py)?.call0()?;
         if running.is_none() {
             return Err(PyRuntimeError::new_err("no running event loop"));
@@ -119,6 +122,22 @@ impl QueueCore {
                 )));
             }
         }
+        Self::future_on(&running)
+    }
+
+    /// The loop this queue is bound to, when that is a ferroloop loop the
+    /// calling thread runs: then it is the running loop, and the waiter's
+    /// loop, without asking asyncio (see [`Loop::runs_here`]).
+    fn bound_loop_running_here<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        let bound = self.counters(py, |c| c.bound.as_ref().map(|l| l.clone_ref(py)));
+        let bound = bound?.into_bound(py);
+        let runs_here = bound.cast::<Loop>().is_ok_and(|l| l.get().runs_here());
+        runs_here.then_some(bound)
+    }
+
+    /// `running.create_future()`.
+    fn future_on<'py>(running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = running.py();
         // ferroloop's own loop class: its native create_future, without the
         // method lookup (a subclass may override it, so only the exact class).
         if running.get_type().is(pyapi::ferroloop_loop_class(py)?) {
