@@ -385,7 +385,6 @@ def test_one_loop_per_queue():
         asyncio.run(wait_get())
 
 
-
 # The child forked inside the run: the queue, bound to the loop, first tries
 # a waiting get without asking asyncio for the running loop; an op that
 # waits (a future yielded) means it took the child's copy of the loop for a
@@ -423,6 +422,7 @@ def test_a_child_forked_inside_the_run_has_no_running_loop():
     loop; the parent's queue goes on working."""
     proc = run_child(ferroloop, FORKED_GET)
     assert assert_child_ok(proc) == ["child: no running event loop", "child exit 0", "parent got 2"]
+
 
 def test_drivers(run):
     """Every way asyncio drives an awaitable: await, tasks, gather, wait_for."""
