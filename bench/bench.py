@@ -1,4 +1,4 @@
-"""ferroloop benchmarks, as defined in shared BENCHMARKS.md.
+"""ferroloop benchmarks, as defined in bench/README.md.
 
     python bench/bench.py sched [COMMON] [--contenders a,b,...] [--workloads a,b,...]
     python bench/bench.py echo  [COMMON] [--contenders a,b,...] [--workloads a,b,...]

@@ -1,4 +1,4 @@
-"""Where benchmark processes run: BENCHMARKS.md pins the measured process
+"""Where benchmark processes run: bench/README.md ("Method") pins the measured process
 (worker or server) to CPU 0 and the load generator to CPU 1."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The TCP echo suite's measurements (BENCHMARKS.md, "TCP echo").
+"""The TCP echo suite's measurements (bench/README.md, "TCP echo suite").
 
 One measurement: a fresh server process (`echo_server.py`) on the loop under
 test, pinned to the measured CPU; the Rust load generator (`xtask

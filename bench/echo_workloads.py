@@ -1,4 +1,4 @@
-"""The TCP echo workloads (BENCHMARKS.md, "TCP echo"): each server kind with
+"""The TCP echo workloads (bench/README.md, "TCP echo suite"): each server kind with
 each message size.  The servers are in echo_server.py, the client in
 xtask/src/echo_client.rs."""
 

@@ -1,4 +1,4 @@
-"""The HTTP suite's application (BENCHMARKS.md, "HTTP"): raw ASGI 3, no framework.
+"""The HTTP suite's application (bench/README.md, "HTTP suite"): raw ASGI 3, no framework.
 
     GET  /        200 text/plain        "Hello, World!" (13 bytes)
     GET  /json    200 application/json  51 bytes, built with json.dumps per request

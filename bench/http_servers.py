@@ -1,4 +1,4 @@
-"""The HTTP servers under comparison (BENCHMARKS.md, "HTTP"): how each is
+"""The HTTP servers under comparison (bench/README.md, "HTTP suite"): how each is
 installed, started and described.
 
 Every server runs one worker on CPU 0 and serves `http_app.app` (raw ASGI 3)

@@ -1,4 +1,4 @@
-"""The HTTP suite's measurements (BENCHMARKS.md, "HTTP (single worker)").
+"""The HTTP suite's measurements (bench/README.md, "HTTP suite").
 
 One measurement: a fresh server process (`http_servers.py`) pinned to the
 measured CPU, serving `http_app.py` on a free port of 127.0.0.1; each

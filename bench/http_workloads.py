@@ -1,4 +1,4 @@
-"""The HTTP workloads (BENCHMARKS.md, "HTTP"): one endpoint of `http_app.py`
+"""The HTTP workloads (bench/README.md, "HTTP suite"): one endpoint of `http_app.py`
 each, loaded by wrk (`http_wrk.lua`), and what a correct response is."""
 
 from __future__ import annotations

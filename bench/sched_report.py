@@ -41,7 +41,7 @@ def _header(result: dict) -> list[str]:
     text = (
         f"{method['rounds']} rounds, contenders rotated each round, one fresh process "
         f"per measurement (pinned to CPU {method['cpu']}) after an in-process warm-up; "
-        + ("n = spec / 4 (--quick)" if method["quick"] else "n as in BENCHMARKS.md")
+        + ("n = spec / 4 (--quick)" if method["quick"] else "n as in bench/README.md")
     )
     notes = []
     shares = [m["cpu_s"] / m["elapsed"] for m in result["measurements"] if m["status"] == "ok"]

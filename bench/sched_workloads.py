@@ -1,4 +1,4 @@
-"""The scheduling workloads of BENCHMARKS.md ("Scheduling"), each self-verifying.
+"""The scheduling workloads of bench/README.md ("Scheduling suite"), each self-verifying.
 
 A workload is `run(loop, n) -> seconds`: it does n operations on `loop`, times
 only the loop run that performs them (time.perf_counter), then checks the
@@ -383,7 +383,7 @@ def fib21(loop: AnyLoop, n: int) -> float:
 @dataclass(frozen=True)
 class Workload:
     name: str
-    n: int  # operations per measurement, from BENCHMARKS.md
+    n: int  # operations per measurement, from bench/README.md
     unit: str  # what one operation is (singular), for the report
     run: Callable[[AnyLoop, int], float]
     # The in-process warm-up: a smaller run of the same workload. By default a

@@ -1,4 +1,4 @@
-"""From raw measurements to the figures BENCHMARKS.md defines.
+"""From raw measurements to the figures bench/README.md defines ("Method").
 
 Per workload, contender and metric: the median over rounds.  For
 comparisons: the median over rounds of the *paired* ratio A/B, each round's A

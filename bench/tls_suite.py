@@ -1,4 +1,4 @@
-"""The TLS suite's measurements (BENCHMARKS.md method; issue 15, "Speed").
+"""The TLS suite's measurements (bench/README.md, "TLS suite").
 
 One measurement: a fresh server process (`tls_servers.py`) with TLS on,
 pinned to the measured CPU, serving `http_app.py` on a free port of

@@ -1,4 +1,4 @@
-"""The TLS suite's workloads (BENCHMARKS.md method; issue 15, "Speed").
+"""The TLS suite's workloads (bench/README.md, "TLS suite").
 
 Keep-alive: the HTTP suite's plaintext / JSON / POST 4 KiB endpoints
 (`http_workloads.py`) over TLS 1.3 with wrk, on an ECDSA P-256 certificate.

@@ -1,4 +1,4 @@
-"""The WebSocket suite's application (BENCHMARKS.md, "WebSocket echo"):
+"""The WebSocket suite's application (bench/README.md, "WebSocket suite"):
 raw ASGI 3, no framework.
 
     websocket (any path)  accept, then echo every message as it came: bytes

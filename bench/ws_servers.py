@@ -1,5 +1,5 @@
-"""The WebSocket servers under comparison (BENCHMARKS.md, "WebSocket
-echo"): how each is installed, started and described.
+"""The WebSocket servers under comparison (bench/README.md, "WebSocket
+suite"): how each is installed, started and described.
 
 Every ASGI server runs one worker on CPU 0 and serves `ws_app.app` on
 127.0.0.1; `picows` is the non-ASGI ceiling (`ws_picows.py`: an echo

@@ -1,4 +1,4 @@
-"""The WebSocket suite's measurements (BENCHMARKS.md, "WebSocket echo").
+"""The WebSocket suite's measurements (bench/README.md, "WebSocket suite").
 
 **Echo** workloads: a fresh server process (`ws_servers.py`) pinned to the
 measured CPU, serving `ws_app.py` on a free port of 127.0.0.1; the Rust

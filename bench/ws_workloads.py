@@ -1,4 +1,4 @@
-"""The WebSocket workloads (BENCHMARKS.md, "WebSocket echo"): what the
+"""The WebSocket workloads (bench/README.md, "WebSocket suite"): what the
 Rust client (`xtask ws-client`) sends, or how many connections it holds
 open for the idle-memory figure."""
 

@@ -65,7 +65,7 @@ def test_timers_due_in_one_tick_run_in_deadline_order(loop):
 @ferroloop_only
 def test_equal_deadlines_fire_in_scheduling_order(loop):
     # Stronger than asyncio, whose heap does not keep the order of equal
-    # deadlines (DESIGN.md §2 promises it for ferroloop).
+    # deadlines (docs/architecture.md, "The loop", promises it for ferroloop).
     calls = []
     when = loop.time() + 0.01
     for i in range(50):

@@ -1,7 +1,8 @@
 //! ferroloop's TLS server session, sans-IO: a rustls 0.23 server connection
 //! (the **ring** provider, passed explicitly) as a byte-stream layer.
 //! Ciphertext in, plaintext out; plaintext in, ciphertext out; no sockets,
-//! no Python, no dependency on the other loop crates (DESIGN.md §1). The
+//! no Python, no dependency on the other loop crates (docs/architecture.md,
+//! "Layers"). The
 //! glue that puts a [`TlsSession`] behind `loop_transports::ByteLayer`
 //! lives where the stack is assembled (loop-py, and the example).
 //!

@@ -10,8 +10,8 @@
 //! stream's interest follows from both.
 //!
 //! The trait lives here so the session crate need not depend on this one
-//! (DESIGN.md §1): the adapter that puts a session behind it is glue where
-//! the stack is assembled.
+//! (docs/architecture.md, "Layers"): the adapter that puts a session behind
+//! it is glue where the stack is assembled.
 
 use crate::error::Error;
 use crate::stream::{ReadInto, StreamCore, StreamEvent, Write};

@@ -1,5 +1,5 @@
 //! `cargo xtask echo-client`: the load generator of the TCP echo benchmark
-//! (`bench/bench.py echo`, defined in shared BENCHMARKS.md).
+//! (`bench/bench.py echo`, defined in bench/README.md).
 //!
 //! ```text
 //! xtask echo-client --addr HOST:PORT [--conns 10] [--size 1024] [--warmup 1] [--duration 3]

@@ -5,7 +5,8 @@ Sockets are set up here in Python (name resolution, happy eyeballs, binding
 and options), then handed to ``SocketTransport``. Servers are asyncio's own
 ``Server`` objects, which drive the loop through ``_start_serving`` /
 ``_stop_serving``; TLS is the stdlib's memory-BIO ``SSLProtocol`` stacked on
-the plain transport (DESIGN.md §3), as on asyncio's own loops.
+the plain transport (docs/architecture.md, "The loop"), as on asyncio's own
+loops.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 //! `cargo xtask tls-client`: the TLS handshake benchmark's load generator
-//! (`bench/tls_suite.py`, defined in shared BENCHMARKS.md).
+//! (`bench/tls_suite.py`, defined in bench/README.md).
 //!
 //! ```text
 //! xtask tls-client --addr HOST:PORT [--path /] [--conns 16] [--resume]

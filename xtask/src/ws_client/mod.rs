@@ -1,5 +1,5 @@
 //! `cargo xtask ws-client`: the load generator of the WebSocket benchmark
-//! (`bench/bench.py ws`, defined in shared BENCHMARKS.md).
+//! (`bench/bench.py ws`, defined in bench/README.md).
 //!
 //! ```text
 //! xtask ws-client --addr HOST:PORT [--path /ws] [--conns 10] [--size 64] [--text]
