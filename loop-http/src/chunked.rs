@@ -44,12 +44,15 @@ enum State {
 #[derive(Clone, Debug)]
 pub(crate) struct ChunkedDecoder {
     state: State,
+    /// Chunk-extension bytes of the body so far.
+    extensions: usize,
 }
 
 impl ChunkedDecoder {
     pub(crate) fn new() -> ChunkedDecoder {
         ChunkedDecoder {
             state: State::Size { searched: 0 },
+            extensions: 0,
         }
     }
 
@@ -88,7 +91,14 @@ impl ChunkedDecoder {
                     if line.len() > max_line {
                         return Err(ParseError::ChunkLineTooLong);
                     }
-                    let size = parse_size_line(line)?;
+                    let (size, extensions) = parse_size_line(line)?;
+                    // Bounded per line by max_chunk_line; and per body, so
+                    // many small chunks cannot make the server scan
+                    // megabytes of extensions for a few bytes of data.
+                    self.extensions = self.extensions.saturating_add(extensions);
+                    if self.extensions > limits.max_chunk_extensions {
+                        return Err(ParseError::ChunkExtensionsTooLarge);
+                    }
                     pos += lf + 1;
                     if size == 0 {
                         self.state = State::Trailers(FieldScan::default());
@@ -148,8 +158,9 @@ impl ChunkedDecoder {
     }
 }
 
-/// `chunk-size [ chunk-ext ]` (RFC 9112 §7.1, §7.1.1).
-fn parse_size_line(line: &[u8]) -> Result<u64, ParseError> {
+/// `chunk-size [ chunk-ext ]` (RFC 9112 §7.1, §7.1.1): the size and the
+/// length of the extensions.
+fn parse_size_line(line: &[u8]) -> Result<(u64, usize), ParseError> {
     if line.contains(&b'\r') {
         return Err(ParseError::BareCr);
     }
@@ -163,10 +174,10 @@ fn parse_size_line(line: &[u8]) -> Result<u64, ParseError> {
     });
     let size = size.ok_or(ParseError::InvalidChunkSize)?;
     match &line[digits..] {
-        [] => Ok(size),
+        [] => Ok((size, 0)),
         // Extensions are ignored (§7.1.1 lets recipients do so); they only
-        // must not smuggle control bytes, and the line length is bounded.
-        [b';', ext @ ..] if is_field_value(ext) => Ok(size),
+        // must not smuggle control bytes, and their length is bounded.
+        [b';', ext @ ..] if is_field_value(ext) => Ok((size, ext.len() + 1)),
         [b';', ..] => Err(ParseError::InvalidChunkExtension),
         // Trailing junk, including whitespace before ';' (BWS): strict.
         _ => Err(ParseError::InvalidChunkSize),

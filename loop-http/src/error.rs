@@ -32,6 +32,10 @@ pub enum ParseError {
     /// A chunk-size line is longer than `Limits::max_chunk_line` (400).
     #[error("chunk-size line too long")]
     ChunkLineTooLong,
+    /// The chunk extensions of a body add up to more than
+    /// `Limits::max_chunk_extensions` (400).
+    #[error("too many chunk extension bytes")]
+    ChunkExtensionsTooLarge,
 
     // --- line syntax (RFC 9112 §2.2) ---
     /// A CR not followed by LF in the head or trailers (400).
@@ -62,9 +66,14 @@ pub enum ParseError {
     /// Not of the form `HTTP/DIGIT.DIGIT` (400).
     #[error("malformed HTTP version")]
     InvalidVersion,
-    /// Well-formed but neither HTTP/1.0 nor HTTP/1.1, e.g. the HTTP/2 preface (505).
+    /// Well-formed but neither HTTP/1.0 nor HTTP/1.1 (505).
     #[error("unsupported HTTP version")]
     UnsupportedVersion,
+    /// The HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4): an
+    /// HTTP/2 client with prior knowledge, which cannot read an HTTP/1.1
+    /// response, so none is sent ([`ParseError::answered`] is false).
+    #[error("HTTP/2 is not supported; use HTTP/1.1 or put an HTTP/2 proxy in front")]
+    Http2Preface,
 
     // --- fields (RFC 9110 §5, RFC 9112 §5) ---
     /// A field name that is empty or has a byte outside `tchar`, or a field
@@ -86,6 +95,10 @@ pub enum ParseError {
     /// A Host value that is not `uri-host [ ":" port ]` (400).
     #[error("invalid Host header")]
     InvalidHost,
+    /// An `Expect` member other than `100-continue` (417, RFC 9110
+    /// §10.1.1).
+    #[error("unsupported expectation in Expect")]
+    ExpectationFailed,
 
     // --- framing (RFC 9112 §6) ---
     /// Content-Length that is not a list of identical 1*DIGIT values fitting u64 (400).
@@ -128,9 +141,11 @@ impl ParseError {
             HeadTooLarge | TooManyHeaders | TrailersTooLarge => 431,
             BodyTooLarge => 413,
             ConnectNotSupported | UnsupportedTransferEncoding => 501,
-            UnsupportedVersion => 505,
+            UnsupportedVersion | Http2Preface => 505,
+            ExpectationFailed => 417,
             TooManyEmptyLines
             | ChunkLineTooLong
+            | ChunkExtensionsTooLarge
             | BareCr
             | BareLf
             | ObsFold
@@ -153,6 +168,13 @@ impl ParseError {
             | InvalidChunkExtension
             | InvalidChunkTerminator => 400,
         }
+    }
+
+    /// Whether the server answers with [`ParseError::status`] before it
+    /// closes: every error but the HTTP/2 preface, whose client could not
+    /// read an HTTP/1.1 response.
+    pub fn answered(&self) -> bool {
+        !matches!(self, ParseError::Http2Preface)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Bounds on everything a client can make the parser hold or scan.
 //!
-//! DESIGN §5: every buffer that input can grow has a configured bound. The
+//! Every buffer that input can grow has a configured bound
+//! (docs/architecture.md). The
 //! parser never buffers bytes itself, but the caller must keep unconsumed
 //! bytes until the parser can use them, so these limits also bound the
 //! caller's buffer: a head, a chunk-size line or a trailer section that is
@@ -29,6 +30,11 @@ pub struct Limits {
     /// Largest trailer section (after the last chunk, through the final
     /// CRLF). Larger: `TrailersTooLarge` (431).
     pub max_trailer_bytes: usize,
+    /// Most chunk-extension bytes (from each `;` to the end of its size
+    /// line) in one chunked body. Each line is bounded by `max_chunk_line`
+    /// already; this bounds what a body of many small chunks makes the
+    /// server scan. More: `ChunkExtensionsTooLarge` (400).
+    pub max_chunk_extensions: usize,
 }
 
 impl Default for Limits {
@@ -40,6 +46,7 @@ impl Default for Limits {
             max_body: Some(16 * 1024 * 1024),
             max_chunk_line: 4096,
             max_trailer_bytes: 16 * 1024,
+            max_chunk_extensions: 16 * 1024,
         }
     }
 }

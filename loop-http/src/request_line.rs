@@ -47,8 +47,14 @@ fn check_method(line: &[u8]) -> Result<Option<usize>, ParseError> {
     Ok(None)
 }
 
+/// The first line of the HTTP/2 connection preface (RFC 9113 §3.4).
+const HTTP2_PREFACE_LINE: &[u8] = b"PRI * HTTP/2.0";
+
 /// Parse a complete request line (CRLF excluded).
 pub(crate) fn parse(line: &[u8]) -> Result<RequestLine, ParseError> {
+    if line == HTTP2_PREFACE_LINE {
+        return Err(ParseError::Http2Preface);
+    }
     let method_len = check_method(line)?;
     if line.contains(&b'\r') {
         return Err(ParseError::BareCr);
@@ -92,8 +98,8 @@ fn parse_version(v: &[u8]) -> Result<Version, ParseError> {
     match v {
         b"HTTP/1.1" => Ok(Version::Http11),
         b"HTTP/1.0" => Ok(Version::Http10),
-        // Well-formed but another major version (the HTTP/2 preface is
-        // "PRI * HTTP/2.0"): 505 per RFC 9110 §15.6.6.
+        // Well-formed but another major version: 505 per RFC 9110
+        // §15.6.6 (the HTTP/2 preface is caught before this).
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
             if major.is_ascii_digit() && minor.is_ascii_digit() =>
         {
@@ -298,7 +304,8 @@ mod tests {
 
     #[test]
     fn versions() {
-        assert_eq!(parse(b"PRI * HTTP/2.0").unwrap_err(), UnsupportedVersion);
+        assert_eq!(parse(b"PRI * HTTP/2.0").unwrap_err(), Http2Preface);
+        assert_eq!(parse(b"GET / HTTP/2.0").unwrap_err(), UnsupportedVersion);
         assert_eq!(parse(b"GET / HTTP/1.2").unwrap_err(), UnsupportedVersion);
         assert_eq!(parse(b"GET / HTTP/0.9").unwrap_err(), UnsupportedVersion);
         assert_eq!(parse(b"GET / http/1.1").unwrap_err(), InvalidVersion);

@@ -62,7 +62,18 @@ pub(crate) fn decide(
                 keep_alive_token |= list_has(value, b"keep-alive");
                 upgrade_token |= list_has(value, b"upgrade");
             }
-            b"expect" => expect_continue |= list_has(value, b"100-continue"),
+            b"expect" => {
+                // RFC 9110 §10.1.1: 100-continue is the only expectation
+                // defined; a server MAY answer any other with 417, which
+                // a strict one does (before reading any body).
+                // Empty elements are ignored (RFC 9110 §5.6.1.2).
+                for item in list_items(value).filter(|i| !i.is_empty()) {
+                    if !item.eq_ignore_ascii_case(b"100-continue") {
+                        return Err(ParseError::ExpectationFailed);
+                    }
+                    expect_continue = true;
+                }
+            }
             b"upgrade" => upgrade_field = true,
             _ => {}
         }
@@ -389,7 +400,19 @@ mod tests {
             !v11(&[("expect", "100-continue")]).unwrap().expect_continue,
             "no body"
         );
-        assert!(!v11(&[("expect", "200-ok"), body]).unwrap().expect_continue);
+        assert_eq!(
+            v11(&[("expect", "200-ok"), body]),
+            Err(ParseError::ExpectationFailed)
+        );
+        assert_eq!(
+            v11(&[("expect", "100-continue, x-magic"), body]),
+            Err(ParseError::ExpectationFailed)
+        );
+        assert_eq!(
+            v10(&[("expect", "200-ok")]),
+            Err(ParseError::ExpectationFailed)
+        );
+        assert!(!v11(&[("expect", "")]).unwrap().expect_continue, "empty");
         assert!(
             !v10(&[("expect", "100-continue"), body])
                 .unwrap()

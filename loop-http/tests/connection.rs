@@ -4,8 +4,8 @@
 mod support;
 
 use loop_http::{
-    BodyRead, ConnectionConfig, DrainAction, Expired, FailOutcome, Phase, ResponsePart, SendError,
-    ServerConnection, Step, TimerAction,
+    BodyRead, ConnectionConfig, DrainAction, Expired, FailOutcome, ParseError, Phase, ResponsePart,
+    SendError, ServerConnection, Step, TimerAction,
 };
 use std::sync::Arc;
 use support::parse_response;
@@ -313,6 +313,65 @@ fn invalid_input_fails_with_its_status() {
     c.receive(b"more");
     assert!(matches!(c.poll(), Step::Wait));
     assert_eq!(c.fail(400, &mut out, None, None, 0.0), FailOutcome::Ignored);
+}
+
+#[test]
+fn the_http2_preface_is_refused_without_a_response() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x12\x04\x00");
+    let Step::Fail(status) = c.poll() else {
+        panic!("expected a failure")
+    };
+    assert_eq!(c.parse_error(), Some(&ParseError::Http2Preface));
+    assert_eq!(
+        c.parse_error().map(ToString::to_string).as_deref(),
+        Some("HTTP/2 is not supported; use HTTP/1.1 or put an HTTP/2 proxy in front")
+    );
+    assert_eq!(
+        c.fail(status, &mut out, None, None, 0.0),
+        FailOutcome::Refused
+    );
+    assert!(out.is_empty(), "an HTTP/2 client cannot read HTTP/1.1");
+    assert_eq!(c.phase(), Phase::Closing);
+}
+
+#[test]
+fn an_unknown_expectation_gets_417_before_the_body() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nExpect: x-magic\r\nContent-Length: 5\r\n\r\n");
+    let Step::Fail(status) = c.poll() else {
+        panic!("expected a failure")
+    };
+    assert_eq!(status, 417);
+    assert_eq!(
+        c.fail(status, &mut out, None, None, 0.0),
+        FailOutcome::Answered
+    );
+    assert_eq!(statuses(&out), [417]);
+}
+
+#[test]
+fn chunk_extensions_are_bounded_per_body() {
+    let mut c = conn();
+    let mut out = Vec::new();
+    c.receive(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let id = next_request(&mut c);
+    // 1-byte chunks with 1,000 bytes of extensions each: every line is
+    // within max_chunk_line, the body's total is not.
+    let ext = format!(";{}", "e".repeat(999));
+    let mut failed = None;
+    for _ in 0..64 {
+        c.receive(format!("1{ext}\r\nx\r\n").as_bytes());
+        let _ = c.read_body(id, &mut out);
+        if let Step::Fail(status) = c.poll() {
+            failed = Some(status);
+            break;
+        }
+    }
+    assert_eq!(failed, Some(400));
+    assert_eq!(c.parse_error(), Some(&ParseError::ChunkExtensionsTooLarge));
 }
 
 #[test]

@@ -290,7 +290,7 @@ proptest! {
         input in proptest::collection::vec(any::<u8>(), 0..600),
         cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..16),
     ) {
-        let limits = Limits { max_request_line: 64, max_header_bytes: 256, max_headers: 8, max_body: Some(300), max_chunk_line: 16, max_trailer_bytes: 64 };
+        let limits = Limits { max_request_line: 64, max_header_bytes: 256, max_headers: 8, max_body: Some(300), max_chunk_line: 16, max_trailer_bytes: 64, max_chunk_extensions: 32 };
         let cuts: Vec<usize> = cuts.iter().map(|i| i.index(input.len() + 1)).collect();
         prop_assert_eq!(feed(&input, &cuts, &limits), feed(&input, &[], &limits));
     }

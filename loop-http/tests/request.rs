@@ -503,6 +503,35 @@ fn chunk_line_limit() {
 }
 
 #[test]
+fn chunk_extensions_limit() {
+    let limits = Limits {
+        max_chunk_extensions: 100,
+        ..Limits::default()
+    };
+    // 1 KiB of extensions over a 4-byte body: each line is short, the sum
+    // is not.
+    let chunks: String = (0..4)
+        .map(|_| format!("1;{}\r\nx\r\n", "e".repeat(255)))
+        .collect();
+    let many = req(
+        "Transfer-Encoding: chunked\r\n",
+        &format!("{chunks}0\r\n\r\n"),
+    );
+    reject_with(&many, &limits, ParseError::ChunkExtensionsTooLarge, 400);
+    // At the bound exactly: accepted (the last chunk's count too).
+    let exact = req(
+        "Transfer-Encoding: chunked\r\n",
+        &format!("1;{}\r\nx\r\n0;{}\r\n\r\n", "e".repeat(49), "e".repeat(49)),
+    );
+    assert!(run_with(&exact, &limits).error.is_none());
+    let over = req(
+        "Transfer-Encoding: chunked\r\n",
+        &format!("1;{}\r\nx\r\n0;{}\r\n\r\n", "e".repeat(49), "e".repeat(50)),
+    );
+    reject_with(&over, &limits, ParseError::ChunkExtensionsTooLarge, 400);
+}
+
+#[test]
 fn trailer_limit() {
     let limits = Limits {
         max_trailer_bytes: 64,
@@ -755,11 +784,14 @@ fn request_line_shape() {
         ParseError::UnsupportedVersion,
         505,
     );
+    // The HTTP/2 preface has an error of its own (no response is sent).
     reject(
         b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-        ParseError::UnsupportedVersion,
+        ParseError::Http2Preface,
         505,
     );
+    assert!(!ParseError::Http2Preface.answered());
+    assert!(ParseError::UnsupportedVersion.answered());
 }
 
 // --- sizes ---------------------------------------------------------------

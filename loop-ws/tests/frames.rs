@@ -178,24 +178,27 @@ fn length_with_the_top_bit_set() {
 }
 
 #[test]
-fn non_minimal_lengths_are_accepted() {
+fn non_minimal_lengths_are_refused() {
+    // RFC 6455 §5.2: the minimal number of bytes MUST be used to encode the
+    // length. 3 in the 16-bit form, 1 and 65535 in the 64-bit form.
+    let mut f = vec![0x80 | BINARY, 0x80 | 126, 0, 3];
+    f.extend_from_slice(&MASK);
+    f.extend(b"abc".iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
+    assert_fails(&quiet(), &f, 1002);
+    for n in [1u64, 65535] {
+        let mut g = vec![0x80 | BINARY, 0x80 | 127];
+        g.extend_from_slice(&n.to_be_bytes());
+        g.extend_from_slice(&MASK);
+        assert_fails(&quiet(), &g, 1002);
+    }
+    // The smallest lengths of each form are accepted.
     for how in FEEDS {
         let mut c = conn(&quiet());
-        let mut f = vec![0x80 | BINARY, 0x80 | 126, 0, 3];
+        let mut f = vec![0x80 | BINARY, 0x80 | 126, 0, 126];
         f.extend_from_slice(&MASK);
-        f.extend(b"abc".iter().enumerate().map(|(i, b)| b ^ MASK[i % 4]));
-        let mut g = vec![0x80 | BINARY, 0x80 | 127, 0, 0, 0, 0, 0, 0, 0, 1];
-        g.extend_from_slice(&MASK);
-        g.push(b'z' ^ MASK[0]);
-        f.extend(g);
+        f.extend((0..126).map(|i| b'a' ^ MASK[i % 4]));
         feed(&mut c, &f, how);
-        assert_eq!(
-            messages(&mut c),
-            [
-                msg(MessageKind::Binary, b"abc"),
-                msg(MessageKind::Binary, b"z")
-            ]
-        );
+        assert_eq!(messages(&mut c), [msg(MessageKind::Binary, &[b'a'; 126])]);
     }
 }
 

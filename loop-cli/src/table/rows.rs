@@ -258,6 +258,15 @@ pub static SETTINGS: &[Setting] = &[
     .expected("expected an integer of at least 0, or none")
     .native(),
     Setting::new(
+        "max_chunk_extensions_size",
+        Kind::Int { min: 0, max: None },
+        Lit::Int(16 * 1024),
+        "Most bytes of chunk extensions in one chunked request body; more gets 400.",
+    )
+    .cli("--max-chunk-extensions-size")
+    .expected("expected an integer of at least 0")
+    .native(),
+    Setting::new(
         "timeout_request_head",
         Kind::Seconds { zero: false },
         Lit::Float(10.0),

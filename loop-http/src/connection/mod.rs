@@ -143,6 +143,10 @@ pub enum FailOutcome {
     /// The app's response had started: too late for an error response, so
     /// the client sees it cut short. Lose the connection.
     Lose,
+    /// The input calls for no response ([`ParseError::answered`]: the
+    /// HTTP/2 preface, whose client cannot read HTTP/1.1): nothing was
+    /// written; the connection is closing.
+    Refused,
 }
 
 /// What [`ServerConnection::drain`] asks the caller to do.
@@ -588,6 +592,10 @@ impl ServerConnection {
     ) -> FailOutcome {
         if matches!(self.phase, Phase::Closed | Phase::Closing | Phase::Upgraded) {
             return FailOutcome::Ignored;
+        }
+        if self.error.as_ref().is_some_and(|e| !e.answered()) {
+            self.enter_closing(now);
+            return FailOutcome::Refused;
         }
         let active = self.phase == Phase::Active;
         if active

@@ -73,6 +73,7 @@ impl Settings {
         "max_header_size",
         "max_header_count",
         "max_body_size",
+        "max_chunk_extensions_size",
         "timeout_request_head",
         "timeout_keep_alive",
         "min_body_rate",
@@ -142,6 +143,7 @@ impl Settings {
             max_header_bytes: get("max_header_size")?.extract()?,
             max_headers: get("max_header_count")?.extract()?,
             max_body: get("max_body_size")?.extract()?,
+            max_chunk_extensions: get("max_chunk_extensions_size")?.extract()?,
             ..Limits::default()
         };
         let tls = tls_settings(&get)?;

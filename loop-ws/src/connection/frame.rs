@@ -48,9 +48,8 @@ fn protocol(reason: &'static str) -> Fail {
 
 /// Decode a header from the start of `buf`: `Ok(None)` until all of it is
 /// there. Each rule is checked as soon as the byte it is about has arrived.
-/// Non-minimal length encodings are accepted: RFC 6455 makes minimal
-/// lengths a sender's duty, and a longer encoding of the same number is
-/// unambiguous.
+/// A payload length in a longer encoding than it needs is refused (RFC 6455
+/// §5.2: "the minimal number of bytes MUST be used to encode the length").
 pub(crate) fn parse_header(buf: &[u8]) -> Result<Option<Header>, Fail> {
     let Some(&b0) = buf.first() else {
         return Ok(None);
@@ -81,7 +80,10 @@ pub(crate) fn parse_header(buf: &[u8]) -> Result<Option<Header>, Fail> {
     }
     let (len, at) = match short {
         126 => match buf.get(2..4) {
-            Some(b) => (u64::from(u16::from_be_bytes([b[0], b[1]])), 4),
+            Some(b) => match u16::from_be_bytes([b[0], b[1]]) {
+                n if n < 126 => return Err(protocol("payload length not minimally encoded")),
+                n => (u64::from(n), 4),
+            },
             None => return Ok(None),
         },
         127 => {
@@ -89,10 +91,14 @@ pub(crate) fn parse_header(buf: &[u8]) -> Result<Option<Header>, Fail> {
                 return Err(protocol("64-bit payload length with the top bit set"));
             }
             match buf.get(2..10) {
-                Some(b) => (
-                    u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-                    10,
-                ),
+                Some(b) => {
+                    match u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) {
+                        n if n <= u64::from(u16::MAX) => {
+                            return Err(protocol("payload length not minimally encoded"))
+                        }
+                        n => (n, 10),
+                    }
+                }
                 None => return Ok(None),
             }
         }

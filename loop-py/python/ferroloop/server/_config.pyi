@@ -46,6 +46,7 @@ class Config:
     max_header_size: int
     max_header_count: int
     max_body_size: int | None
+    max_chunk_extensions_size: int
     timeout_request_head: float
     timeout_keep_alive: float
     min_body_rate: float | None
@@ -120,6 +121,7 @@ class Config:
         max_header_size: int = 65536,
         max_header_count: int = 100,
         max_body_size: int | None = 16777216,
+        max_chunk_extensions_size: int = 16384,
         timeout_request_head: float = 10.0,
         timeout_keep_alive: float = 5.0,
         min_body_rate: float | None = 240.0,

@@ -331,6 +331,14 @@ impl HttpConnection {
         match outcome {
             FailOutcome::Ignored => Ok(()),
             FailOutcome::Lose => Self::lose(slf),
+            FailOutcome::Refused => {
+                slf.borrow_mut()
+                    .closing_because("refused without a response");
+                let logged = Self::log_refused(slf);
+                exchange::end_for_app(slf)?;
+                Self::flush(slf)?;
+                logged
+            }
             FailOutcome::Answered => {
                 let mut me = slf.borrow_mut();
                 me.counters.rejected(status);

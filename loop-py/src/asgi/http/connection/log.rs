@@ -50,6 +50,22 @@ impl HttpConnection {
         Ok(())
     }
 
+    /// Input the server closes on without a response (the HTTP/2
+    /// preface): a rate-limited warning saying why, as for the requests it
+    /// answers.
+    pub(super) fn log_refused(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let (shared, warning) = {
+            let me = slf.borrow();
+            let warning = match me.http.parse_error() {
+                Some(err) => err.to_string(),
+                None => "Invalid HTTP request received".to_owned(),
+            };
+            (me.shared.clone_ref(py), warning)
+        };
+        ServerShared::log_server_answer(shared.bind(py), &warning)
+    }
+
     pub(super) fn access_line(&self, head: Option<&RequestHead>, status: u16) -> String {
         let duration = (self.settings.access_timed && head.is_some())
             .then(|| clock::monotonic() - self.request_started);
@@ -65,8 +81,10 @@ impl HttpConnection {
         )
     }
 
-    /// The access-log line of the completed response.
-    pub(super) fn log_access(slf: &Bound<'_, Self>) -> PyResult<()> {
+    /// The access-log line of the current exchange's response: complete,
+    /// or cut short after its status was sent (the client left, or the app
+    /// stopped).
+    pub(in crate::asgi) fn log_access(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let (shared, line) = {
             let me = slf.borrow();
