@@ -82,6 +82,7 @@ def test_the_shape_is_the_contracts(start_server):
         "rejections",
         "timeouts",
         "app_exceptions",
+        "client_disconnects",
         "websocket",
         "tls",
     }

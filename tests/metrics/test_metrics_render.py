@@ -45,6 +45,7 @@ def server_stats(n: int) -> dict:
         "rejections": {"400": n, "408": 0, "413": 2 * n, "414": 0, "431": 0, "503": 3 * n},
         "timeouts": {"keep_alive": 5 * n, "request_head": n, "body": 0, "tls_handshake": 0, "ws_close": 0, "ws_ping": 0},
         "app_exceptions": n,
+        "client_disconnects": 7 * n,
         "websocket": {
             "sessions_open": n,
             "sessions_total": 2 * n,
@@ -143,6 +144,7 @@ def test_exposition_has_one_sample_per_worker(listener):
         assert samples.value("ferroloop_rejections_total", code="503", **w) == 3 * n
         assert samples.value("ferroloop_timeouts_total", kind="keep_alive", **w) == 5 * n
         assert samples.value("ferroloop_app_exceptions_total", **w) == n
+        assert samples.value("ferroloop_client_disconnects_total", **w) == 7 * n
         assert samples.value("ferroloop_websocket_sessions_open", **w) == n
         assert samples.value("ferroloop_websocket_sessions_total", **w) == 2 * n
         assert samples.value("ferroloop_websocket_messages_received_total", **w) == 11 * n

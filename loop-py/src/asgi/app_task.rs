@@ -10,7 +10,7 @@
 //! `asyncio.current_task()` while it runs, with `cancel`, `cancelling`,
 //! `uncancel`, done callbacks and `_fut_waiter` (anyio's cancel scopes and
 //! `asyncio.timeout` rely on these). It is not an `asyncio.Task` instance
-//! and not in `asyncio.all_tasks()` (README: differences).
+//! and not in `asyncio.all_tasks()` (docs/loop.md: differences from asyncio).
 
 use super::kind::TaskOwner;
 use crate::event_loop::Loop;

@@ -87,9 +87,10 @@ fn method_index(method: &[u8]) -> usize {
 const STATUS_CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
 
 /// The statuses the server answers itself (400: malformed, 408: no head in
-/// time, 413/414/431: limits, 500: the app failed before its response,
-/// 501/505: unsupported framing or version, 503: `limit_concurrency`).
-const REJECTIONS: [u16; 9] = [400, 408, 413, 414, 431, 500, 501, 503, 505];
+/// time, 413/414/431: limits, 417: an unknown `Expect`, 500: the app
+/// failed before its response, 501/505: unsupported framing or version,
+/// 503: `limit_concurrency`).
+const REJECTIONS: [u16; 10] = [400, 408, 413, 414, 417, 431, 500, 501, 503, 505];
 
 /// The close codes counted one by one: RFC 6455's (§7.4.1) and the rest of
 /// IANA's registered range, 1000–1015. Any other code a peer or the app
@@ -213,6 +214,9 @@ pub(super) struct ServerCounters {
     rejections: [Counter; REJECTIONS.len() + 1],
     timeouts: [Counter; TIMEOUTS.len()],
     pub app_exceptions: Counter,
+    /// App calls that ended because their client went away (not counted
+    /// in `app_exceptions`).
+    pub client_disconnects: Counter,
     pub ws_sessions: Counter,
     pub ws_ended: Counter,
     pub ws_messages_in: Counter,
@@ -372,6 +376,7 @@ impl ServerCounters {
         }
         dict.set_item("timeouts", timeouts)?;
         dict.set_item("app_exceptions", self.app_exceptions.get())?;
+        dict.set_item("client_disconnects", self.client_disconnects.get())?;
         let total = self.ws_sessions.get();
         let ws = sub(&[
             ("sessions_open", total.saturating_sub(self.ws_ended.get())),

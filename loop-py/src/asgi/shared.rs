@@ -299,11 +299,34 @@ impl ServerShared {
         }
     }
 
+    /// The app's call ended with `exc`: a client disconnect when the
+    /// server had seen the client go (`client_gone`) or the error is, or
+    /// was raised while handling, the server's own `ClientDisconnected`
+    /// (Starlette turns it into its `ClientDisconnect`, chained); then one
+    /// DEBUG line without a traceback, counted as `client_disconnects`.
+    /// Anything else is an app error: ERROR with the traceback.
+    pub(super) fn app_stopped(
+        slf: &Bound<'_, Self>,
+        exc: &Bound<'_, PyAny>,
+        client_gone: bool,
+    ) -> PyResult<()> {
+        if client_gone || caused_by_disconnect(exc) {
+            Self::log_client_gone(slf, exc)
+        } else {
+            Self::log_app_exception(slf, exc)
+        }
+    }
+
     /// An app that stopped with an error because its client went away:
-    /// one line at DEBUG, no traceback (as uvicorn, which logs nothing).
-    pub(super) fn log_client_gone(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
-        if !slf.borrow().debug_on() {
-            return Ok(());
+    /// counted, and one line at DEBUG, no traceback (as uvicorn, which logs
+    /// nothing).
+    fn log_client_gone(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
+        {
+            let me = slf.borrow();
+            me.counters.client_disconnects.bump();
+            if !me.debug_on() {
+                return Ok(());
+            }
         }
         let name = exc.get_type().qualname()?;
         let line =
@@ -312,7 +335,7 @@ impl ServerShared {
     }
     /// "Exception in ASGI application", with the traceback (each one is
     /// counted: `app_exceptions`).
-    pub(super) fn log_app_exception(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn log_app_exception(slf: &Bound<'_, Self>, exc: &Bound<'_, PyAny>) -> PyResult<()> {
         let py = slf.py();
         let logger = {
             let me = slf.borrow();
@@ -426,4 +449,40 @@ pub(super) fn sync_fd_interest(
         record(is_write, interest.want);
     }
     Ok(())
+}
+
+/// How many links of an exception's `__cause__`/`__context__` chain are
+/// followed looking for the server's disconnect error (a chain can be a
+/// cycle; real ones are a few links long).
+const CHAIN_LIMIT: usize = 32;
+
+/// `exc` is the server's `ClientDisconnected`, or was raised (directly or
+/// through others) while handling one: its cause or context chain reaches
+/// it, or an exception group (anyio's task groups) holds one.
+fn caused_by_disconnect(exc: &Bound<'_, PyAny>) -> bool {
+    let py = exc.py();
+    let mut pending = vec![exc.clone()];
+    let mut seen = 0;
+    while let Some(e) = pending.pop() {
+        if e.is_instance_of::<super::ClientDisconnected>() {
+            return true;
+        }
+        seen += 1;
+        if seen >= CHAIN_LIMIT {
+            return false;
+        }
+        for link in [intern!(py, "__cause__"), intern!(py, "__context__")] {
+            if let Ok(next) = e.getattr(link) {
+                if !next.is_none() && !next.is(&e) {
+                    pending.push(next);
+                }
+            }
+        }
+        if let Ok(group) = e.getattr(intern!(py, "exceptions")) {
+            if let Ok(members) = group.cast_into::<pyo3::types::PyTuple>() {
+                pending.extend(members.iter());
+            }
+        }
+    }
+    false
 }

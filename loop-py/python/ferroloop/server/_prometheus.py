@@ -46,7 +46,7 @@ def _gauge(name: str, help: str, *path: str) -> Family:
 
 
 #: Every family, in exposition order: the loop's (`loop.stats()`), then the
-#: server's (`Server.stats()`). README "Stats and metrics" lists them.
+#: server's (`Server.stats()`). docs/server.md, "Stats and metrics", lists them.
 FAMILIES: tuple[Family, ...] = (
     _counter("loop_ticks", "Event loop iterations.", "loop", "ticks"),
     _counter("loop_polls", "Poller waits.", "loop", "polls"),
@@ -73,6 +73,12 @@ FAMILIES: tuple[Family, ...] = (
     _counter("rejections", "Requests the server answered itself, by status code.", "server", "rejections", label="code"),
     _counter("timeouts", "Timeouts, by kind.", "server", "timeouts", label="kind"),
     _counter("app_exceptions", "Exceptions raised by the application.", "server", "app_exceptions"),
+    _counter(
+        "client_disconnects",
+        "App calls that ended because their client disconnected.",
+        "server",
+        "client_disconnects",
+    ),
     _gauge("websocket_sessions_open", "WebSocket sessions open.", "server", "websocket", "sessions_open"),
     _counter("websocket_sessions", "WebSocket sessions accepted.", "server", "websocket", "sessions_total"),
     _counter("websocket_messages_received", "WebSocket messages received.", "server", "websocket", "messages_in"),

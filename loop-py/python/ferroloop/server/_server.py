@@ -57,6 +57,7 @@ class ServerStats(TypedDict, total=False):
     rejections: dict[str, int]
     timeouts: dict[str, int]
     app_exceptions: int
+    client_disconnects: int
     websocket: WebSocketStats
     tls: dict[str, Any]
 
@@ -129,9 +130,10 @@ class Server:
         server started): `connections` (open, accepted, closed, reset),
         `requests` (total, in_flight, by_method, by_status), `bytes` (in,
         out, on the wire), `rejections` (the statuses the server answered
-        itself), `timeouts` (by kind), `app_exceptions`, `websocket`
-        (sessions, messages, close codes) and `tls` (as `tls_stats()`;
-        empty without TLS). See the README's "Server.stats()"."""
+        itself), `timeouts` (by kind), `app_exceptions`,
+        `client_disconnects` (app calls ended by their client leaving),
+        `websocket` (sessions, messages, close codes) and `tls` (as `tls_stats()`;
+        empty without TLS). See docs/server.md, "Server.stats()"."""
         if self._native is None:
             return {}
         stats: ServerStats = self._native.stats()
@@ -297,14 +299,16 @@ class Server:
         while native.connection_count and not self.force_exit and loop.time() < deadline:
             await asyncio.sleep(0.05)
         if native.connection_count:
-            logger.warning("Closing %d connection(s) still open after the graceful shutdown period", native.connection_count)
+            why = "on force quit" if self.force_exit else "after the graceful shutdown period"
+            logger.warning("Closing %d connection(s) still open %s", native.connection_count, why)
         native.close_all()
-        if native.task_count:
+        if native.task_count and not self.force_exit:
             logger.info("Waiting for background tasks to complete. (CTRL+C to force quit)")
         while native.task_count and not self.force_exit and loop.time() < deadline:
             await asyncio.sleep(0.05)
         if native.task_count:
-            logger.warning("%d application task(s) still running after the graceful shutdown period", native.task_count)
+            why = "on force quit" if self.force_exit else "after the graceful shutdown period"
+            logger.warning("%d application task(s) still running %s", native.task_count, why)
 
     def _close_sockets(self) -> None:
         for sock in self._owned_sockets:
@@ -339,7 +343,11 @@ def log_running(config: Config, sock: socket.socket, *, tls: bool) -> None:
     elif config.fd is not None:
         where, arg = "socket fd %s", config.fd
     else:
-        host, port = sock.getsockname()[:2]
+        bound, port = sock.getsockname()[:2]
+        # The host as configured (`localhost` stays `localhost`, as uvicorn
+        # prints it), unless the socket came from elsewhere.
+        given = config.sock is None and not os.environ.get("LISTEN_FDS")
+        host = config.host if given else bound
         scheme = "https" if tls else "http"
         where, arg = (scheme + ("://[%s]:%d" if ":" in host else "://%s:%d")), (host, port)
     args = arg if isinstance(arg, tuple) else (arg,)

@@ -246,15 +246,6 @@ enum Progress {
     Complete,
 }
 
-/// `BrokenPipeError`, `ConnectionResetError` or `ConnectionAbortedError`:
-/// what writing to a peer that left raises.
-fn is_broken_connection(exc: &Bound<'_, PyAny>) -> bool {
-    use pyo3::exceptions::{PyBrokenPipeError, PyConnectionAbortedError, PyConnectionResetError};
-    exc.is_instance_of::<PyBrokenPipeError>()
-        || exc.is_instance_of::<PyConnectionResetError>()
-        || exc.is_instance_of::<PyConnectionAbortedError>()
-}
-
 /// The app's coroutine of exchange `id` finished: turn a missing or broken
 /// response into a 500 or a closed connection, and log app errors.
 pub(in crate::asgi) fn app_finished(
@@ -270,7 +261,7 @@ pub(in crate::asgi) fn app_finished(
         let mut srv = server.borrow_mut();
         srv.tasks = srv.tasks.saturating_sub(1);
     }
-    let (progress, task) = {
+    let (progress, task, client_gone) = {
         let mut me = conn.borrow_mut();
         let open = !me.http.is_closed();
         let found = me.http.current(id).map(|ex| {
@@ -288,23 +279,18 @@ pub(in crate::asgi) fn app_finished(
         } else {
             None
         };
-        (found, task)
+        // Gone: the connection closed, or this exchange was given up (a
+        // later exchange on an open connection means the client is there).
+        let client_gone = !open || matches!(found, Some((false, _)));
+        (found, task, client_gone)
     };
     // Dropped unborrowed (it may be the last reference to the task).
     drop(task);
     if let Some(exc) = &error {
-        // The client left (or the server answered for the app): the app's
-        // `ClientDisconnected`, or a broken-connection error it got writing
-        // to its client some other way, is not an application error. Any
-        // other OSError (a database refusing it, a missing file) is.
-        let client_gone = !matches!(progress, Some((true, _)));
-        let quiet = exc.is_instance_of::<crate::asgi::ClientDisconnected>()
-            || (client_gone && is_broken_connection(exc));
-        if quiet {
-            ServerShared::log_client_gone(server, exc)?;
-        } else {
-            ServerShared::log_app_exception(server, exc)?;
-        }
+        // An app that stops because its client left (the server saw it go,
+        // or the app's error comes from the server's `ClientDisconnected`)
+        // is not an application error.
+        ServerShared::app_stopped(server, exc, client_gone)?;
     }
     let Some((open, progress)) = progress else {
         return Ok(());
@@ -328,6 +314,10 @@ pub(in crate::asgi) fn app_finished(
             }
         }
         Progress::Started => {
+            // Its status went out: the access log shows the request.
+            if conn.borrow().ws.is_none() {
+                HttpConnection::log_access(conn)?;
+            }
             if !quiet {
                 ServerShared::log_error(
                     server,

@@ -740,13 +740,7 @@ pub(super) fn app_finished(
         side.task_ended(py);
     }
     if let Some(exc) = &error {
-        let quiet = exc.is_instance_of::<ClientDisconnected>()
-            || (gone && exc.is_instance_of::<pyo3::exceptions::PyConnectionError>());
-        if quiet {
-            ServerShared::log_client_gone(server, exc)?;
-        } else {
-            ServerShared::log_app_exception(server, exc)?;
-        }
+        ServerShared::app_stopped(server, exc, gone)?;
     }
     let quiet = error.is_some() || cancelled || gone;
     match stage {
