@@ -2,9 +2,15 @@
 //! with a text form ([`Setting::env`]), parsed as its flag's value is
 //! ([`Setting::parse_text`]). A flag wins over its variable; a variable
 //! over the default. For a setting that can be unset, the empty string (and
-//! `none`, except for a path) is `None`. A row's
-//! [`env_alias`](Setting::env_alias) (uvicorn's `FORWARDED_ALLOW_IPS`,
-//! `WEB_CONCURRENCY`) is read when its own variable is not set.
+//! `none`, except for a path) is `None`.
+//!
+//! The command line also reads uvicorn's variables, as uvicorn does:
+//! `UVICORN_<NAME>` for each of uvicorn's options
+//! ([`Setting::uvicorn_env`]), below `FERROLOOP_<NAME>`, with click's
+//! splitting of a repeatable option's value (on whitespace; a list of paths
+//! on `:`), and the APP from `FERROLOOP_APP` or `UVICORN_APP` when argv
+//! names none. A row's [`env_alias`](Setting::env_alias) (uvicorn's
+//! `FORWARDED_ALLOW_IPS`, `WEB_CONCURRENCY`) is read last.
 //!
 //! The environment is an argument ([`Env`]), never read here: the caller
 //! passes `std::env::var_os`, `os.environ`, or a test's list.
@@ -13,7 +19,7 @@ use std::ffi::{OsStr, OsString};
 
 use crate::error::CliError;
 use crate::options::admit;
-use crate::table::{Kind, Null, Setting, SETTINGS};
+use crate::table::{uvicorn, Kind, Null, Setting, SETTINGS};
 use crate::value::{Source, Value, Values};
 
 /// The prefix of every setting's variable.
@@ -48,25 +54,46 @@ impl Env for NoEnv {
     }
 }
 
+/// Which variables [`apply`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read<'a> {
+    /// `prefix` + NAME and the row's alias (`Config.from_env`).
+    Own(&'a str),
+    /// The command line's: `FERROLOOP_<NAME>`, then `UVICORN_<NAME>` for
+    /// uvicorn's options, then the alias.
+    WithUvicorn,
+}
+
 /// Adds to `values` what the environment sets for the settings `wanted`
 /// picks, skipping those a flag named (flags win, even one that stored
 /// nothing: `--workers 1`, an ignored `--loop x`) and those already set.
 pub(crate) fn apply(
     values: &mut Values,
     env: &dyn Env,
-    prefix: &str,
+    read: Read<'_>,
     wanted: impl Fn(&Setting) -> bool,
 ) -> Result<(), CliError> {
+    let prefix = match read {
+        Read::Own(prefix) => prefix,
+        Read::WithUvicorn => PREFIX,
+    };
     for setting in SETTINGS.iter().filter(|s| s.has_text() && wanted(s)) {
         if values.flagged(setting.name) || values.given(setting.name).is_some() {
             continue;
         }
         let own = setting.env_with(prefix);
+        let uvicorn = setting.uvicorn_env().filter(|_| read == Read::WithUvicorn);
         let found = match env.var(&own) {
             Some(text) => Some((own, text)),
-            None => setting
-                .env_alias
-                .and_then(|alias| env.var(alias).map(|text| (alias.to_owned(), text))),
+            None => match uvicorn.and_then(|var| env.var(&var).map(|text| (var, text))) {
+                Some((var, text)) => {
+                    let text = split_as_click(setting, &text);
+                    Some((var, text))
+                }
+                None => setting
+                    .env_alias
+                    .and_then(|alias| env.var(alias).map(|text| (alias.to_owned(), text))),
+            },
         };
         let Some((var, text)) = found else { continue };
         let value = parse(setting, &var, &text)?;
@@ -75,11 +102,32 @@ pub(crate) fn apply(
     Ok(())
 }
 
+/// The APP from `FERROLOOP_APP`, else uvicorn's `UVICORN_APP`.
+pub(crate) fn app(env: &dyn Env) -> Option<OsString> {
+    env.var(&format!("{PREFIX}APP"))
+        .or_else(|| env.var(&format!("{}APP", uvicorn::PREFIX)))
+}
+
+/// A repeatable option's value as click reads it from a variable (one item
+/// per whitespace-separated word; paths separated by `:`), in this crate's
+/// one-item-per-line form. Other values are unchanged.
+fn split_as_click(setting: &Setting, text: &OsStr) -> OsString {
+    let (Kind::List(_) | Kind::Headers, Some(text)) = (setting.kind, text.to_str()) else {
+        return text.to_owned();
+    };
+    let items: Vec<&str> = if uvicorn::PATH_LISTS.contains(&setting.name) {
+        text.split(':').filter(|p| !p.is_empty()).collect()
+    } else {
+        text.split_ascii_whitespace().collect()
+    };
+    OsString::from(items.join("\n"))
+}
+
 /// The settings `Config` takes, from the variables `prefix` + NAME
 /// (`Config.from_env`), with the warnings for ignored ones.
 pub fn config_values(env: &dyn Env, prefix: &str) -> Result<Values, CliError> {
     let mut values = Values::default();
-    apply(&mut values, env, prefix, Setting::in_config)?;
+    apply(&mut values, env, Read::Own(prefix), Setting::in_config)?;
     Ok(values)
 }
 
@@ -113,7 +161,7 @@ mod tests {
 
     fn read(pairs: &[(&str, &str)]) -> Result<Values, CliError> {
         let mut values = Values::default();
-        apply(&mut values, &env(pairs), PREFIX, |_| true)?;
+        apply(&mut values, &env(pairs), Read::WithUvicorn, |_| true)?;
         Ok(values)
     }
 

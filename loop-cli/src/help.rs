@@ -39,8 +39,10 @@ pub fn help(prog: &str) -> String {
          an option is repeated the last one wins (a repeated --header adds \
          one). Every option can also be set by the environment variable \
          FERROLOOP_ and its name in upper case with '_' for '-' \
-         (FERROLOOP_PORT=9000; empty or 'none' unsets an optional one); a \
-         flag wins over the environment. Options marked [ignored] are \
+         (FERROLOOP_PORT=9000; empty or 'none' unsets an optional one), \
+         and uvicorn's options by uvicorn's UVICORN_ variables too \
+         (UVICORN_PORT=9000; FERROLOOP_ wins over UVICORN_, a flag over \
+         both). APP may come from FERROLOOP_APP or UVICORN_APP. Options marked [ignored] are \
          accepted for uvicorn's sake and do nothing; those marked [not \
          supported yet] are refused unless given their default.",
         WIDTH - INDENT,

@@ -81,16 +81,19 @@
 //!   `Server` value is `--header server:VALUE` (which replaces the default,
 //!   as in uvicorn) or `FERROLOOP_SERVER_HEADER=VALUE`.
 //! * `--env-file` is loaded before the app is imported, without overriding
-//!   variables already set; unlike uvicorn (whose `UVICORN_*` variables are
-//!   read before the file), `FERROLOOP_*` variables in it set options,
-//!   below the flags. The file's own `FERROLOOP_ENV_FILE` is not followed.
+//!   variables already set; `FERROLOOP_*` variables in it set options,
+//!   below the flags. `UVICORN_*` variables in it do not (uvicorn reads
+//!   its variables before it loads the file). The file's own
+//!   `FERROLOOP_ENV_FILE` is not followed.
 //!
 //! # The environment
 //!
 //! [`parse_values_env`] also reads every setting from `FERROLOOP_<NAME>`
-//! (see [`mod@env`]), or the row's uvicorn alias (`WEB_CONCURRENCY`,
-//! `FORWARDED_ALLOW_IPS`): a flag wins over the environment, the
-//! environment over the default. A flag wins even when it stores nothing
+//! (see [`mod@env`]), then uvicorn's `UVICORN_<NAME>` for uvicorn's
+//! options ([`table::uvicorn`]), then the row's uvicorn alias
+//! (`WEB_CONCURRENCY`, `FORWARDED_ALLOW_IPS`); APP, when argv has none,
+//! from `FERROLOOP_APP` or `UVICORN_APP`: a flag wins over the
+//! environment, the environment over the default. A flag wins even when it stores nothing
 //! (an ignored option: `--loop x` with `FERROLOOP_LOOP=y` warns once). A variable follows its row's status as
 //! its flag does, its messages naming the variable and the flag
 //! (`FERROLOOP_HTTP2 (--http2) is not supported yet: …`,
@@ -248,8 +251,15 @@ where
         }
     }
 
-    let app = app.ok_or(CliError::MissingApp)?;
-    env::apply(&mut values, env, env::PREFIX, |_| true)?;
+    let app = match app {
+        Some(app) => app,
+        None => {
+            let mut from_env = None;
+            set_app(&mut from_env, env::app(env).ok_or(CliError::MissingApp)?)?;
+            from_env.ok_or(CliError::MissingApp)?
+        }
+    };
+    env::apply(&mut values, env, env::Read::WithUvicorn, |_| true)?;
     options::check_conflicts(&mut values)?;
     Ok(Command::Run(Parsed { app, values }))
 }

@@ -15,7 +15,8 @@ use std::path::Path;
 
 /// The process environment (as `os.environb` gives it) with an env file's
 /// variables under it: a variable already set wins, as python-dotenv's
-/// default.
+/// default. uvicorn's own variables are read from the process only (uvicorn
+/// reads them before it loads the file, which is for the app).
 struct Layered<'a> {
     process: &'a HashMap<Vec<u8>, Vec<u8>>,
     file: &'a [(String, String)],
@@ -25,6 +26,7 @@ impl Env for Layered<'_> {
     fn var(&self, name: &str) -> Option<OsString> {
         match self.process.get(name.as_bytes()) {
             Some(v) => Some(OsString::from_vec(v.clone())),
+            None if name.starts_with(loop_cli::table::uvicorn::PREFIX) => None,
             None => self
                 .file
                 .iter()
@@ -110,11 +112,12 @@ fn parse_with_env(
 }
 
 /// `parse_cli(prog, args, environ)` → `("run", {"app", "values",
-/// "warnings", "env_file"})`, `("help", text)`, `("version", text)` or
+/// "warnings", "env_file", "uvicorn_env"})`, `("help", text)`, `("version", text)` or
 /// `("error", (report, exit_code))`. `values` holds the settings the
 /// command line and the environment gave, by name (a path as `os.fsdecode`
 /// gives it); `warnings` the options accepted but ignored; `env_file` the
-/// `--env-file`'s `(key, value)` pairs to load. `args` are `os.fsencode`d
+/// `--env-file`'s `(key, value)` pairs to load; `uvicorn_env` the
+/// `UVICORN_*` variables that set something. `args` are `os.fsencode`d
 /// (and `environ` is `os.environb`) so non-UTF-8 paths survive.
 #[pyfunction]
 pub fn parse_cli(
@@ -145,6 +148,7 @@ pub fn parse_cli(
             d.set_item("values", values)?;
             d.set_item("warnings", parsed.values.warnings())?;
             d.set_item("env_file", env_file)?;
+            d.set_item("uvicorn_env", uvicorn_variables(&parsed.values))?;
             ("run".to_string(), d.into_any().unbind())
         }
         Err(err) => (
@@ -156,6 +160,21 @@ pub fn parse_cli(
         ),
     };
     Ok(out)
+}
+
+/// The `UVICORN_*` variables that gave a value (for the startup log).
+fn uvicorn_variables(values: &loop_cli::Values) -> Vec<String> {
+    values
+        .iter()
+        .filter_map(|(setting, _)| match values.source(setting.name) {
+            Some(loop_cli::Source::Env(var))
+                if var.starts_with(loop_cli::table::uvicorn::PREFIX) =>
+            {
+                Some(var.clone())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// `config_from_env(environ, prefix)` → `(values, warnings)`: the `Config`
@@ -256,6 +275,7 @@ fn setting_to_py<'py>(py: Python<'py>, s: &Setting) -> PyResult<Bound<'py, PyDic
         s.flag.filter(|_| s.in_cli()).and_then(|f| f.off),
     )?;
     d.set_item("env", s.env())?;
+    d.set_item("uvicorn_env", s.uvicorn_env())?;
     d.set_item("config", s.in_config())?;
     d.set_item("cli", s.in_cli())?;
     d.set_item(

@@ -105,8 +105,15 @@ fn load_served(
     let leaf_pem = pem::cert_pem(&chain[0]);
     let key = CertifiedKey::new(chain, signer);
     key.keys_match().map_err(|e| {
+        let what = match e {
+            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown) => {
+                "cannot be checked against the certificate in"
+            }
+            // The usual case: the key of another certificate.
+            _ => "does not match (is not the key pair of) the certificate in",
+        };
         ConfigError::Invalid(format!(
-            "{}: the private key does not match the certificate in {} ({e})",
+            "{}: the private key {what} {}",
             keyfile.display(),
             certfile.display()
         ))

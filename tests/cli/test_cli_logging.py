@@ -96,7 +96,7 @@ def test_a_broken_log_config_file_is_one_line_and_exit_2(tmp_path, name, text, r
     result = run("cliapp:app", "--log-config", name, "--port", str(free_port()), cwd=tmp_path)
     assert result.returncode == USAGE, result.stderr
     [line] = result.stderr.splitlines()
-    assert line.startswith(f"Error: invalid --log-config {name}: "), line
+    assert line.startswith(f"ERROR:    invalid --log-config {name}: "), line
     assert reason.lower() in line.lower(), line
     assert "Traceback" not in result.stderr
 
@@ -107,7 +107,7 @@ def test_a_broken_yaml_file(tmp_path):
     result = run("cliapp:app", "--log-config", "bad.yaml", cwd=tmp_path)
     assert result.returncode == USAGE, result.stderr
     [line] = result.stderr.splitlines()
-    assert line.startswith("Error: invalid --log-config bad.yaml: "), line
+    assert line.startswith("ERROR:    invalid --log-config bad.yaml: "), line
 
 
 def test_log_config_errors_from_python_name_the_file(tmp_path):

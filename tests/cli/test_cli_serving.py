@@ -62,7 +62,7 @@ def test_a_flag_wins_over_the_environment_for_unsupported_and_ignored_options(fe
     assert get(port).status_code == 200
     child.stop()
     warnings = [line for line in child.output().splitlines() if "is ignored" in line]
-    assert len(warnings) == 1 and warnings[0].startswith("Warning: --loop is ignored: "), child.output()
+    assert len(warnings) == 1 and warnings[0].startswith("WARNING:  --loop is ignored: "), child.output()
 
 
 def test_ferroloop_variables_and_precedence(ferroloop_cmd, tmp_path):
@@ -162,7 +162,7 @@ def test_uvicorn_command_line_unchanged(ferroloop_cmd, tmp_path):
     assert response.status_code == 200 and "server" not in response.headers
     assert json.loads(response.text)["greeting"] == "unset"
     output = child.output()
-    assert "Warning: --loop is ignored" in output and "Warning: --http is ignored" in output
+    assert "WARNING:  --loop is ignored" in output and "WARNING:  --http is ignored" in output
 
 
 FASTAPI_APP = '''

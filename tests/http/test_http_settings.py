@@ -194,7 +194,7 @@ def test_cli_values_go_to_config_unchanged(tmp_path):
     assert parse("--use-colors")[1]["values"] == {"use_colors": True}
     assert parse("--no-use-colors")[1]["values"] == {"use_colors": False}
     assert parse("--no-server-header")[1]["values"] == {"server_header": False}
-    assert parse()[1] == {"app": "apps:app", "values": {}, "warnings": [], "env_file": []}
+    assert parse()[1] == {"app": "apps:app", "values": {}, "warnings": [], "env_file": [], "uvicorn_env": []}
 
 
 def test_non_utf8_uds_path_round_trips():

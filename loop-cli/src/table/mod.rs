@@ -17,8 +17,8 @@
 //!   see [`crate::env`]).
 //!
 //! Adding a setting is one row in `rows.rs` (plus, when the native server reads it,
-//! a line in `loop-py/src/asgi/settings.rs`). See the README's "Adding a
-//! setting".
+//! a line in `loop-py/src/asgi/settings.rs`). See docs/development.md,
+//! "Adding a setting".
 
 /// What values a setting takes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -341,6 +341,14 @@ impl Setting {
         format!("{prefix}{}", self.name.to_ascii_uppercase())
     }
 
+    /// uvicorn's variable for it, `UVICORN_<NAME>`, when it is one of
+    /// uvicorn's options.
+    pub fn uvicorn_env(&self) -> Option<String> {
+        uvicorn::OPTIONS
+            .contains(&self.name)
+            .then(|| self.env_with(uvicorn::PREFIX))
+    }
+
     /// It has a text form (a flag value or an environment variable).
     pub fn has_text(&self) -> bool {
         self.kind != Kind::Object
@@ -453,6 +461,7 @@ impl Setting {
 }
 
 mod rows;
+pub mod uvicorn;
 
 pub use rows::{INTERFACES, LIFESPANS, LOG_LEVELS, SETTINGS, WS_IMPLEMENTATIONS};
 

@@ -3,14 +3,18 @@ the Rust `loop-cli` crate; this module imports the app and serves it."""
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 import sys
 
 from . import _native
-from .server._config import SETTINGS, AppLoadError, Config
+from .server._app import AppLoadError
+from .server._config import SETTINGS, Config
 from .server._lifespan import LifespanFailed
-from .server._logging import LogConfigError
+from .server._logging import DefaultFormatter, LogConfigError
+
+logger = logging.getLogger("ferroloop.error")
 
 # Exit codes: usage errors 2 (as click/argparse), a broken app 1, startup
 # failure 3 (as uvicorn).
@@ -23,7 +27,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     if prog is None:
         prog = "python -m ferroloop" if sys.argv and sys.argv[0].endswith("__main__.py") else "ferroloop"
     # The environment is read in Rust, with the command line: a flag wins
-    # over FERROLOOP_<NAME>, which wins over the default.
+    # over FERROLOOP_<NAME>, which wins over UVICORN_<NAME>, which wins
+    # over the default.
     kind, value = _native.parse_cli(prog, [os.fsencode(a) for a in args], dict(os.environb))
     if kind == "help":
         print(value, end="")
@@ -32,13 +37,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         print(f"ferroloop {value}")
         return 0
     if kind == "error":
+        # A usage error: click's block (usage, hint, error), as uvicorn's.
         text, code = value
-        print(text, end="", file=sys.stderr)
+        print(_with_app_hint(text, args), end="", file=sys.stderr)
         return code
     # Only what the command line gave: Config has the defaults (both come
     # from loop-cli's settings table). CLI-only settings stay here.
     for warning in value["warnings"]:
-        print(f"Warning: {warning}", file=sys.stderr)
+        say(logging.WARNING, warning)
     # --env-file: into the environment before the app is imported; what is
     # already set wins (python-dotenv's default).
     for key, env_value in value["env_file"]:
@@ -48,7 +54,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     try:
         config = Config(value["app"], **config_values)
     except ValueError as exc:  # a value the table's text form allows but Config's checks refuse
-        print(f"Error: {exc}", file=sys.stderr)
+        say(logging.ERROR, str(exc))
         return 2
     # The app's directory is importable, as with uvicorn: --app-dir (checked
     # to exist by the parser), else the working directory.
@@ -63,22 +69,24 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     try:
         config.configure_logging()
     except LogConfigError as exc:
-        print(f"Error: invalid --log-config {exc.path}: {exc.reason}", file=sys.stderr)
+        say(logging.ERROR, f"invalid --log-config {exc.path}: {exc.reason}")
         return 2
     except OSError as exc:  # a file that went missing
-        print(f"Error: {exc}", file=sys.stderr)
+        say(logging.ERROR, str(exc))
         return EXIT_APP_ERROR
+    if value["uvicorn_env"]:
+        logger.info("Using uvicorn's environment variables: %s", ", ".join(value["uvicorn_env"]))
     try:
         config.load_tls()  # before the app is imported and anything binds
     except (OSError, ValueError) as exc:  # the message names the file
-        print(f"Error: {exc}", file=sys.stderr)
+        logger.error("%s", exc)
         return EXIT_STARTUP_FAILED
     if config.workers > 1 or config.reload:
         return _supervise(config)
     try:
         config.load_app()  # before binding: a typo fails fast (Server reuses it)
     except AppLoadError as exc:
-        print(f"Error loading ASGI app. {exc}", file=sys.stderr)
+        logger.error("Error loading ASGI app. %s", exc)
         return EXIT_APP_ERROR
     from ._policy import run
     from .server._server import Server
@@ -90,11 +98,55 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except OSError as exc:
         # Once, through the configured logging (uvicorn's form:
         # `[Errno 98] error while attempting to bind on address …`).
-        logging.getLogger("ferroloop.error").error("%s", exc)
+        logger.error("%s", exc)
         return EXIT_APP_ERROR
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def say(level: int, message: str) -> None:
+    """One of the command's own lines before logging is configured (an
+    ignored option, a bad value), in the log's default format: `WARNING:  …`
+    on stderr, as every later line."""
+    record = logging.LogRecord("ferroloop.error", level, __file__, 0, message, None, None)
+    print(DefaultFormatter("%(levelprefix)s %(message)s").format(record), file=sys.stderr)
+
+
+def _with_app_hint(report: str, args: list[str]) -> str:
+    """A usage error about an APP given as a file (`myapp.py`): the error
+    line names the `module:attribute` that file defines (`myapp:app`)."""
+    hint = next((h for h in map(_app_hint, args) if h), None)
+    if hint is None:
+        return report
+    return report.rstrip("\n") + f" (did you mean '{hint}'?)\n"
+
+
+def _app_hint(arg: str) -> str | None:
+    """`module:attr` for a Python file that defines one of the usual app
+    names at its top level (read, never imported)."""
+    if not arg.endswith(".py") or ":" in arg or not os.path.isfile(arg):
+        return None
+    try:
+        with open(arg, "rb") as f:
+            tree = ast.parse(f.read(), arg)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
+    relative = os.path.relpath(arg[: -len(".py")])
+    if relative.startswith(os.pardir):
+        return None  # outside the working directory: --app-dir's case
+    module = relative.replace(os.sep, ".")
+    for name in ("app", "application", "api", "create_app"):
+        if name in defined:
+            return f"{module}:{name}" + (" --factory" if name == "create_app" else "")
+    return None
 
 
 def _supervise(config: Config) -> int:
@@ -106,13 +158,13 @@ def _supervise(config: Config) -> int:
     try:
         return supervise(config)
     except ReloadUnavailable as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        logger.error("%s", exc)
         return EXIT_APP_ERROR
     except AppLoadError as exc:  # --preload
-        print(f"Error loading ASGI app. {exc}", file=sys.stderr)
+        logger.error("Error loading ASGI app. %s", exc)
         return EXIT_APP_ERROR
     except OSError as exc:
-        logging.getLogger("ferroloop.error").error("%s", exc)
+        logger.error("%s", exc)
         return EXIT_APP_ERROR
     except KeyboardInterrupt:
         return 0

@@ -161,7 +161,8 @@ def server_settings() -> list[dict[str, Any]]:
     """loop-cli's settings table, one dict per row: name, kind (int, seconds,
     rate, bool, text, path, choice, bool_or_text, object), min, max, zero,
     rule, choices, ignore_case, null (no, unset, word), default, help,
-    expected, flag, off_flag, env, config, cli, surface, native, status
+    expected, flag, off_flag, env, uvicorn_env (uvicorn's variable for it, or
+    None), config, cli, surface, native, status
     (supported, ignored, unsupported), status_reason, refuse (values not
     supported yet, or None), refuse_reason, refuse_import (why a
     `module:attr` value is refused, or None), py_type, py_attribute_type,

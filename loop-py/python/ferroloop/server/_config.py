@@ -11,8 +11,6 @@ log level). The typed signature is `_config.pyi` (generated from the table).
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import inspect
 import math
 import os
@@ -22,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import _native
+from . import _app
 from ._logging import LOG_LEVELS, check_log_config, configure_logging
 
 #: The settings `Config` takes, by name, in table order (rows of
@@ -31,10 +30,6 @@ SETTINGS: dict[str, dict[str, Any]] = {row["name"]: row for row in _native.serve
 LIFESPAN_MODES = tuple(SETTINGS["lifespan"]["choices"])
 
 assert tuple(LOG_LEVELS) == tuple(SETTINGS["log_level"]["choices"])
-
-
-class AppLoadError(Exception):
-    """The ASGI app named by a `"module:attr"` string could not be loaded."""
 
 
 def _check_int(name: str, value: object, minimum: int, *, optional: bool = False, maximum: int | None = None) -> None:
@@ -59,26 +54,6 @@ def _check_seconds(name: str, value: object, *, optional: bool = False, allow_ze
 def _check_bool(name: str, value: object) -> None:
     if not isinstance(value, bool):
         raise ValueError(f"{name}: expected True or False, got {value!r}")
-
-
-def import_app(spec: str) -> Callable[..., Any]:
-    """`"package.module:attr.path"` → the object, with clear errors."""
-    module_name, sep, attrs = spec.partition(":")
-    if not sep or not module_name or not attrs:
-        raise AppLoadError(f'Import string "{spec}" must be in format "<module>:<attribute>".')
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name and not module_name.startswith(f"{exc.name}."):
-            raise  # the app's own import failed: show its traceback
-        raise AppLoadError(f'Could not import module "{module_name}".') from None
-    obj: Any = module
-    try:
-        for attr in attrs.split("."):
-            obj = getattr(obj, attr)
-    except AttributeError:
-        raise AppLoadError(f'Attribute "{attrs}" not found in module "{module_name}".') from None
-    return obj
 
 
 def _check_kind(row: dict[str, Any], value: Any) -> Any:
@@ -309,33 +284,6 @@ def _is_import_string(value: str) -> bool:
     return bool(sep and module and attr)
 
 
-def _asgi_interface(app: Any, interface: str) -> str:
-    """uvicorn's detection: a class is ASGI 3 if its instances are
-    awaitable, a function or a callable object if it is a coroutine
-    function; ASGI 2 otherwise."""
-    if interface != "auto":
-        return interface
-    if inspect.isclass(app):
-        asgi3 = hasattr(app, "__await__")
-    elif inspect.isfunction(app):
-        asgi3 = asyncio.iscoroutinefunction(app)
-    else:
-        asgi3 = asyncio.iscoroutinefunction(app) or asyncio.iscoroutinefunction(getattr(app, "__call__", None))
-    return "asgi3" if asgi3 else "asgi2"
-
-
-class ASGI2App:
-    """An ASGI 2 application (`app(scope)` returns `instance(receive,
-    send)`) as ASGI 3."""
-
-    def __init__(self, app: Callable[[Any], Any]) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        instance = self.app(scope)
-        await instance(receive, send)
-
-
 _SSL_CONTEXT = (
     "Config() got an unexpected keyword argument 'ssl': ferroloop serves TLS with rustls, and a Python "
     "SSLContext's key cannot be taken out of it; pass ssl_certfile=..., ssl_keyfile=... (and "
@@ -392,24 +340,14 @@ class Config:
 
     def load_app(self) -> Callable[..., Any]:
         """The ASGI 3 callable: imported if given as a string, called if it
-        is a `factory`, wrapped if it is ASGI 2 (`interface`). Loaded once."""
+        is a factory (`factory`, or detected as uvicorn detects one),
+        wrapped if it is ASGI 2 (`interface`); `AppLoadError` if it is none
+        of these. Loaded once."""
         loaded = getattr(self, "_loaded_app", None)
-        if loaded is not None:
-            return loaded
-        app = import_app(self.app) if isinstance(self.app, str) else self.app
-        if self.factory:
-            if not callable(app):
-                raise AppLoadError(f"the app factory {self.app!r} is not callable")
-            try:
-                app = app()
-            except Exception as exc:
-                raise AppLoadError(f"the app factory {self.app!r} raised {type(exc).__name__}: {exc}") from exc
-        if not callable(app):
-            raise AppLoadError(f"{self.app!r} is not callable")
-        if _asgi_interface(app, self.interface) == "asgi2":
-            app = ASGI2App(app)
-        self._loaded_app = app
-        return app
+        if loaded is None:
+            loaded = _app.load(self.app, name=repr(self.app), factory=self.factory, interface=self.interface)
+            self._loaded_app = loaded
+        return loaded
 
     def server_header_value(self) -> bytes | None:
         if self.server_header is True:

@@ -58,7 +58,7 @@ def _send_all(sock: socket.socket, data: bytes, timeout: float) -> bool:
 class Channel:
     """One end of a control socketpair, read on `loop`: each complete line
     is decoded and passed to `on_message`; `on_close()` runs once, at EOF
-    or an error (the peer is gone)."""
+    or an error (the peer is gone), never for this end's own `close()`."""
 
     def __init__(
         self,
@@ -86,13 +86,13 @@ class Channel:
         except (BlockingIOError, InterruptedError):
             return False
         except OSError:
-            self.close()
+            self._lost()
             return False
         if sent < len(data):
             # Rare (a full buffer mid-message): finish it blocking briefly
             # rather than leaving half a line that breaks the framing.
             if not _send_all(self.sock, data[sent:], FINISH_TIMEOUT):
-                self.close()
+                self._lost()
                 return False
             self.sock.setblocking(False)
         return True
@@ -105,7 +105,7 @@ class Channel:
         except OSError:
             data = b""
         if not data:
-            self.close()
+            self._lost()
             return
         self._buffer += data
         while True:
@@ -113,7 +113,7 @@ class Channel:
             if end < 0:
                 if len(self._buffer) > MAX_LINE:
                     logger.error("Control channel: a message over %d bytes; closing the channel", MAX_LINE)
-                    self.close()
+                    self._lost()
                 return
             line = bytes(self._buffer[:end])
             del self._buffer[: end + 1]
@@ -128,6 +128,7 @@ class Channel:
                 return
 
     def close(self) -> None:
+        """Close this end (the peer sees EOF); `on_close` does not run."""
         if self.closed:
             return
         self.closed = True
@@ -136,6 +137,13 @@ class Channel:
         except (ValueError, OSError, RuntimeError):
             pass
         self.sock.close()
+
+    def _lost(self) -> None:
+        """The peer is gone (EOF, an error, a broken framing): close, then
+        tell the owner once."""
+        if self.closed:
+            return
+        self.close()
         self._on_close()
 
     def forget(self) -> None:

@@ -39,7 +39,7 @@ class Lifespan:
         if self._startup_failed or (self._error is not None and self.mode == "on"):
             # The summary after the traceback, as uvicorn.
             logger.error("Application startup failed. Exiting.")
-            raise LifespanFailed("Application startup failed. Exiting.")
+            raise LifespanFailed("Application startup failed")
         if not self._unsupported:
             logger.info("Application startup complete.")
 

@@ -36,7 +36,7 @@ from typing import Any
 from ._config import Config
 from ._control import Channel
 from ._fork import fork_child
-from ._server import write_pid_file
+from ._server import log_running, write_pid_file
 from ._worker import run_worker
 
 logger = logging.getLogger("ferroloop.error")
@@ -147,6 +147,7 @@ class Supervisor:
         self.exit_code = 0
         self.stopping = False
         self.force = False
+        self._announced = False  # the "running on" line is out (a worker serves)
         self._stop = asyncio.Event()
         self._replace_lock = asyncio.Lock()
         self._restarting = False  # a rolling restart runs
@@ -178,10 +179,6 @@ class Supervisor:
             # After binding, and once SIGTERM is handled: a reader may signal at once.
             write_pid_file(self.config.pid_file)
         try:
-            from ._server import log_running
-
-            tls = self.config.ssl_certfile is not None
-            log_running(self.config, self.sockets[0], tls=tls)
             # Before the workers: a metrics port that does not bind stops
             # the start-up with no worker left behind.
             await self._start_metrics()
@@ -223,7 +220,7 @@ class Supervisor:
         while any(w.alive for w in procs) and not self.force and self._loop.time() < deadline:
             await asyncio.sleep(0.05)
         for w in procs:
-            if w.alive:
+            if w.alive and not self.force:  # force quit killed them already
                 logger.warning("Child process [%d] did not stop in time: killing it", w.pid)
                 w.signal(signal.SIGKILL)
         remaining = [w.exited for w in procs if w.alive]
@@ -335,6 +332,10 @@ class Supervisor:
             if not w.ready.done():
                 w.ready.set_result(True)
             self.unhealthy.pop(w.label, None)
+            if not self._announced:
+                # Once a worker serves, not before any has started.
+                self._announced = True
+                log_running(self.config, self.sockets[0], tls=self.config.ssl_certfile is not None)
         elif op == "pong":
             w.ping_sent = None
         elif op == "stats":
@@ -377,17 +378,19 @@ class Supervisor:
             message = str(w.failed.get("message", "startup failed"))
             code = w.failed.get("code", 1)
             if self.reload:
-                logger.error("Worker %s (pid %d) failed to start: %s. Waiting for changes...", w.label, w.pid, message)
+                logger.error(
+                    "Worker %s (pid %d) failed to start: %s. Waiting for changes...", w.label, w.pid, message.rstrip(". ")
+                )
                 return
             if not serving:
                 logger.error(
                     "Worker %s (pid %d), a replacement, failed to start: %s. The running worker keeps serving.",
                     w.label,
                     w.pid,
-                    message,
+                    message.rstrip(". "),
                 )
                 return
-            logger.error("Worker %s (pid %d) failed to start: %s. Stopping the server.", w.label, w.pid, message)
+            logger.error("Worker %s (pid %d) failed to start: %s. Stopping the server.", w.label, w.pid, message.rstrip(". "))
             self.stop(code if isinstance(code, int) and code > 0 else 1)
             return
         if self.stopping:

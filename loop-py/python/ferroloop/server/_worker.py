@@ -21,7 +21,8 @@ import sys
 import traceback
 from typing import Any, Iterator, NoReturn
 
-from ._config import AppLoadError, Config
+from ._app import AppLoadError
+from ._config import Config
 from ._control import Channel, send_blocking
 from ._lifespan import LifespanFailed
 from ._server import Server
