@@ -1,17 +1,22 @@
 """ferroloop demo: a small asyncio program run on ferroloop, the demo ASGI
 app (`examples/app.py`) served by ferroloop's native HTTP server and queried
-over real sockets, then the same scheduling work timed on ferroloop and on
-the stdlib loop side by side.
+over real sockets, then scheduling work measured on the stdlib loop and on
+ferroloop as the benchmark suite measures it (fresh processes, alternating
+rounds, medians, the ratio).
 
-    cargo xtask demo          # builds ferroloop into .venv and runs this
+    cargo xtask demo          # installs the shipped build into .venv-demo and runs this
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
+import statistics
+import subprocess
+import sys
 import threading
-import time
+from pathlib import Path
 
 import ferroloop
 
@@ -77,7 +82,7 @@ async def serve_demo_app() -> None:
     await websocket_demo(base.replace("http://", "ws://") + "/ws")
     server.should_exit = True
     await serving
-    print("  serve it yourself: .venv/bin/ferroloop examples.app:app  (then curl http://127.0.0.1:8000/)")
+    print("  serve it yourself: .venv-demo/bin/ferroloop examples.app:app  (then curl http://127.0.0.1:8000/)")
 
 
 async def websocket_demo(url: str) -> None:
@@ -97,43 +102,49 @@ async def websocket_demo(url: str) -> None:
     print(f"  closed with code {ws.close_code}")
 
 
-def chain(loop: asyncio.AbstractEventLoop, n: int) -> float:
-    """n callbacks, each scheduling the next with call_soon; ops/s."""
-    count = 0
-
-    def step() -> None:
-        nonlocal count
-        count += 1
-        if count < n:
-            loop.call_soon(step)
-        else:
-            loop.stop()
-
-    loop.call_soon(step)
-    start = time.perf_counter()
-    loop.run_forever()
-    return n / (time.perf_counter() - start)
+#: The comparison: scheduling work where the loop itself is most of the
+#: cost, each workload as the benchmark suite defines and verifies it
+#: (bench/sched_workloads.py), with its n.
+WORKLOADS = (
+    ("call_soon_chain", 200_000, "call_soon chain", "callbacks"),
+    ("timer_schedule_cancel", 200_000, "timers scheduled and cancelled", "timers"),
+    ("future_chain", 200_000, "future done-callback chain", "futures"),
+)
+ROUNDS = 5
 
 
-async def fib(k: int) -> int:
-    if k < 2:
-        return k
-    a, b = await asyncio.gather(fib(k - 1), fib(k - 2))
-    return a + b
+def measure(loop: str, workload: str, n: int) -> float:
+    """One measurement in a fresh process, by the benchmark suite's worker
+    (warm-up, then the timed and verified run); operations per second."""
+    worker = Path(__file__).resolve().parent.parent / "bench" / "sched_worker.py"
+    done = subprocess.run(
+        [sys.executable, str(worker), loop, workload, str(n)], capture_output=True, text=True, check=False
+    )
+    record = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+    if record.get("status") != "ok":
+        raise RuntimeError(f"{loop} {workload}: {record.get('error') or done.stderr.strip()}")
+    return record["ops_per_s"]
 
 
 def compare() -> None:
-    print("\nsame work, stdlib asyncio vs ferroloop (one run each; see `cargo xtask bench` for the method):")
-    for label, factory in (("asyncio", asyncio.new_event_loop), ("ferroloop", ferroloop.new_event_loop)):
-        loop = factory()
-        try:
-            rate = chain(loop, 200_000)
-            start = time.perf_counter()
-            assert loop.run_until_complete(fib(18)) == 2584
-            fib_time = time.perf_counter() - start
-        finally:
-            loop.close()
-        print(f"  {label:10} call_soon chain {rate / 1e6:5.2f} M callbacks/s   fib(18) with tasks {fib_time * 1000:6.1f} ms")
+    print(
+        f"\nstdlib asyncio against ferroloop: median of {ROUNDS} rounds, each loop in a fresh process per "
+        "round, alternating (the method of `cargo xtask bench sched`):"
+    )
+    for workload, n, label, unit in WORKLOADS:
+        rates: dict[str, list[float]] = {"asyncio": [], "ferroloop": []}
+        ratios = []
+        for round_no in range(ROUNDS):
+            order = ("asyncio", "ferroloop") if round_no % 2 == 0 else ("ferroloop", "asyncio")
+            got = {loop: measure(loop, workload, n) for loop in order}
+            for loop, rate in got.items():
+                rates[loop].append(rate)
+            ratios.append(got["ferroloop"] / got["asyncio"])
+        mine, theirs = statistics.median(rates["ferroloop"]), statistics.median(rates["asyncio"])
+        print(
+            f"  {label:32} asyncio {theirs / 1e6:5.2f} M {unit}/s   ferroloop {mine / 1e6:5.2f} M {unit}/s"
+            f"   {statistics.median(ratios):4.1f}x (paired ratios {min(ratios):.1f}-{max(ratios):.1f})"
+        )
 
 
 if __name__ == "__main__":

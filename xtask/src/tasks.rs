@@ -48,7 +48,18 @@ fn maturin_target() -> PathBuf {
 
 /// Build a wheel (`profile`: release or dist) for the venv's interpreter.
 fn build_wheel(venv: &Venv, profile: &str, build: Build) -> Result<PathBuf, String> {
-    let version = venv.version()?;
+    build_wheel_with(venv, &venv.python(), profile, build)
+}
+
+/// Build a wheel with `builder`'s maturin for `interpreter`.
+fn build_wheel_with(
+    builder: &Venv,
+    interpreter: &std::path::Path,
+    profile: &str,
+    build: Build,
+) -> Result<PathBuf, String> {
+    let version = crate::pythons::version_of(interpreter)
+        .ok_or_else(|| format!("{} does not run", interpreter.display()))?;
     let out = cmd::root()
         .join("target")
         .join("wheels")
@@ -56,9 +67,9 @@ fn build_wheel(venv: &Venv, profile: &str, build: Build) -> Result<PathBuf, Stri
         .join(&version);
     let _ = std::fs::remove_dir_all(&out);
     cmd::run(
-        cmd::new(venv.bin("maturin"))
+        cmd::new(builder.bin("maturin"))
             .args(["build", "--profile", profile, "--interpreter"])
-            .arg(venv.python())
+            .arg(interpreter)
             .args(build.cargo_features())
             .arg("--out")
             .arg(&out)
@@ -173,9 +184,15 @@ pub fn wheel(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// `demo`: the shipped build (what `pip install` gives a user, no test
+/// hooks) into `.venv-demo`, then `examples/demo.py` there. The test venvs
+/// keep their test build.
 pub fn demo() -> Result<(), String> {
-    let venv = venv::ensure()?;
-    build_and_install_test_wheel(&venv)?;
+    let venv = venv::demo()?;
+    // maturin is the test venv's (the demo venv has no build tools).
+    let builder = venv::ensure()?;
+    let wheel = build_wheel_with(&builder, &venv.python(), "release", Build::Shipped)?;
+    install_wheel(&venv, &wheel)?;
     cmd::run(cmd::new(venv.python()).arg("examples/demo.py"))
 }
 

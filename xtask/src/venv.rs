@@ -1,7 +1,8 @@
 //! The project venvs: `.venv` for the default interpreter (`$PYTHON`, else
-//! `python3`; the demo, benchmarks and `ferroloop` command live there) and
-//! `.venv-X.Y` for each other tested version. Each is created on first use
-//! and provisioned with the build and test dependencies.
+//! `python3`; the test build, benchmarks and development live there) and
+//! `.venv-X.Y` for each other tested version, each provisioned with the
+//! build and test dependencies; and `.venv-demo`, a user's venv holding the
+//! shipped build (`cargo xtask demo`). Each is created on first use.
 
 use crate::cmd;
 use crate::pythons::{self, Python};
@@ -46,6 +47,22 @@ const BASE_PACKAGES: &[&str] = &[
 const BASE_IMPORTS: &str =
     "import maturin, pytest, pytest_timeout, xdist, anyio, uvicorn, httpx, aiohttp, trustme, cryptography, starlette, fastapi, websockets, prometheus_client, yaml, kosoku, uvloop, gunicorn, watchfiles";
 
+/// What a user's venv needs for `examples/demo.py` besides ferroloop: its
+/// HTTP and WebSocket clients.
+const DEMO_PACKAGES: &[&str] = &["httpx>=0.27", "websockets>=13"];
+const DEMO_IMPORTS: &str = "import httpx, websockets";
+
+/// A venv's packages: what to install, and the imports that tell they are.
+struct Packages {
+    install: &'static [&'static str],
+    imports: &'static str,
+}
+
+const BASE: Packages = Packages {
+    install: BASE_PACKAGES,
+    imports: BASE_IMPORTS,
+};
+
 pub struct Venv {
     pub dir: PathBuf,
 }
@@ -76,7 +93,21 @@ impl Venv {
 
 /// The default venv (`.venv`), created and provisioned if missing.
 pub fn ensure() -> Result<Venv, String> {
-    provision(cmd::root().join(".venv"), &pythons::default_interpreter())
+    provision(cmd::root().join(".venv"), &pythons::default_interpreter(), &BASE)
+}
+
+/// The demo's venv (`.venv-demo`): a user's, with the shipped build and the
+/// demo's two clients, none of the test tools.
+pub fn demo() -> Result<Venv, String> {
+    let demo = Packages {
+        install: DEMO_PACKAGES,
+        imports: DEMO_IMPORTS,
+    };
+    provision(
+        cmd::root().join(".venv-demo"),
+        &pythons::default_interpreter(),
+        &demo,
+    )
 }
 
 /// The venv of `python`'s version: `.venv` when that is the default
@@ -84,15 +115,20 @@ pub fn ensure() -> Result<Venv, String> {
 pub fn for_python(python: &Python) -> Result<Venv, String> {
     let default = pythons::default_interpreter();
     if pythons::version_of(&default).as_deref() == Some(python.version.as_str()) {
-        return provision(cmd::root().join(".venv"), &default);
+        return provision(cmd::root().join(".venv"), &default, &BASE);
     }
     provision(
         cmd::root().join(format!(".venv-{}", python.version)),
         &python.executable,
+        &BASE,
     )
 }
 
-fn provision(dir: PathBuf, interpreter: &std::path::Path) -> Result<Venv, String> {
+fn provision(
+    dir: PathBuf,
+    interpreter: &std::path::Path,
+    packages: &Packages,
+) -> Result<Venv, String> {
     let venv = Venv { dir };
     if !venv.python().exists() {
         cmd::run(cmd::new(interpreter).args(["-m", "venv"]).arg(&venv.dir))?;
@@ -109,7 +145,7 @@ fn provision(dir: PathBuf, interpreter: &std::path::Path) -> Result<Venv, String
         ));
     }
     let missing = cmd::new(venv.python())
-        .args(["-c", BASE_IMPORTS])
+        .args(["-c", packages.imports])
         .output()
         .map(|o| !o.status.success())
         .unwrap_or(true);
@@ -117,7 +153,7 @@ fn provision(dir: PathBuf, interpreter: &std::path::Path) -> Result<Venv, String
         cmd::run(
             cmd::new(venv.python())
                 .args(["-m", "pip", "install", "-q"])
-                .args(BASE_PACKAGES),
+                .args(packages.install),
         )?;
     }
     Ok(venv)
