@@ -214,7 +214,7 @@ def _finish(
         _write(args.out / f"{name}.md", table)
     print(table)
     print(f"wrote {args.out / f'{suite}-{stamp}.json'} and .md", file=sys.stderr)
-    # The README's charts follow the latest results.
+    # The charts (docs/benchmarks.md) follow the latest results.
     charts.main(["charts.py", str(args.out)])
     _print_comparisons(suite, args, result)
     core_failures = [

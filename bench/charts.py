@@ -1,4 +1,4 @@
-"""SVG bar charts of the latest results, for the README (our own small
+"""SVG bar charts of the latest results, for docs/benchmarks.md (our own small
 renderer: no plotting library in the bench venv).
 
     python bench/charts.py [RESULTS_DIR]

@@ -415,8 +415,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("queue_pingpong_cadeloop", 50_000, "round trip", queue_pingpong_cadeloop),
         Workload("fib21", 1, "tree", fib21, lambda loop, n: _fib_tree(loop, FIB_WARMUP_DEPTH)),
         # The same tree after a full-depth warm-up tree: the collector's
-        # thresholds start elsewhere, and fib21's figure moved with them
-        # (issue 17); both are measured so a lead holds either way.
+        # thresholds start elsewhere, and fib21's figure moved with them;
+        # both are measured so a lead holds either way.
         Workload("fib21_full_warmup", 1, "tree", fib21, lambda loop, n: _fib_tree(loop, FIB_DEPTH)),
     )
 }

@@ -11,7 +11,7 @@ from summary import SUBJECT, against_base, cells, subject_ratios
 from tls_servers import PLAIN
 from tls_workloads import KEEPALIVE, WORKLOADS
 
-# The issue's Target: ferroloop's keep-alive HTTPS at least this fraction
+# The goal: ferroloop's keep-alive HTTPS at least this fraction
 # of its own plaintext HTTP, per server CPU-second, in the same run.
 TARGET = 0.75
 
@@ -107,7 +107,7 @@ def markdown(result: dict) -> str:
     lines += _must_lines(result, servers)
     lines.append(
         "Cells: medians over rounds; ratios: median over rounds of the paired ratio, above 1 = "
-        "ferroloop ahead. The issue's Must: ferroloop ≥ every peer per server CPU-second on "
+        "ferroloop ahead. The goal: ferroloop ≥ every peer per server CPU-second on "
         "the three keep-alive rows and on full handshakes."
     )
     failed = report.failures(result)
@@ -132,7 +132,7 @@ def _target_lines(result: dict) -> list[str]:
     if not cells:
         return []
     return [
-        "## ferroloop TLS / ferroloop plaintext per server CPU-s (Target ≥ 0.75)",
+        "## ferroloop TLS / ferroloop plaintext per server CPU-s (goal ≥ 0.75)",
         "",
         *(f"- {c}" for c in cells),
         "",
@@ -140,7 +140,7 @@ def _target_lines(result: dict) -> list[str]:
 
 
 def _must_lines(result: dict, servers: list[str]) -> list[str]:
-    """Per Must row (keep-alive, full handshakes): ferroloop's smallest
+    """Per goal row (keep-alive, full handshakes): ferroloop's smallest
     per-CPU ratio over the peers and whose it is."""
     peers = [s for s in servers if s not in (SUBJECT, BASE, PLAIN)]
     cells = []
@@ -155,7 +155,7 @@ def _must_lines(result: dict, servers: list[str]) -> list[str]:
         cells.append(f"{entry['label']}: lowest ferroloop / {worst} = {known[worst]:.2f} ({verdict})")
     if not cells:
         return []
-    return ["## Musts: ferroloop / every peer per server CPU-s ≥ 1", "", *(f"- {c}" for c in cells), ""]
+    return ["## Against every peer: ferroloop / X per server CPU-s ≥ 1", "", *(f"- {c}" for c in cells), ""]
 
 
 __all__ = ["KEEPALIVE", "markdown", "summarize"]

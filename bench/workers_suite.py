@@ -1,4 +1,4 @@
-"""The workers suite (issue 16, "Speed"): each server with two worker
+"""The workers suite: each server with two worker
 processes on the plaintext workload, side by side.
 
     ferroloop http_app:app --workers 2   uvicorn --workers 2 (httptools, uvloop)

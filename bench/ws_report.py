@@ -98,12 +98,13 @@ def _close_notes(result: dict) -> str:
 
 
 def _bar(result: dict, servers: list[str]) -> list[str]:
-    """Issue 14's Must and Target, read from the paired ratios."""
+    """The goals (ahead of every ASGI peer; at or above the non-ASGI
+    ceiling), read from the paired ratios."""
     if SUBJECT not in servers:
         return []
     peers = [s for s in servers if s != SUBJECT and s not in CEILINGS and not s.endswith("-base")]
     comparable = _comparable(result)["workloads"]
-    lines = ["## Issue 14's bar (paired ratios, ferroloop / X)", ""]
+    lines = ["## Goals (paired ratios, ferroloop / X)", ""]
     for name, entry in comparable.items():
         ratios = entry.get("ferroloop_ratio")
         if ratios is None:
@@ -117,14 +118,14 @@ def _bar(result: dict, servers: list[str]) -> list[str]:
         what = "memory per idle connection ≤" if idle else "messages per server CPU-s ≥"
         mark = {True: "met", False: "**not met**", None: "no comparable peer"}[verdict]
         cells = ", ".join(f"{p} {report.ratio(r)}" for p, r in shown)
-        line = f"- {entry['label']}: Must ({what} every ASGI peer): {mark}" + (
+        line = f"- {entry['label']}: {what} every ASGI peer: {mark}" + (
             f" ({cells})" if cells else ""
         )
         if not idle:
             for ceiling in CEILINGS:
                 r = ratios.get(ceiling, {}).get(metric)
                 if r is not None:
-                    line += f"; Target (≥ {ceiling}): {'met' if r >= 1 else 'not met'} ({r:.2f})"
+                    line += f"; ≥ {ceiling}: {'met' if r >= 1 else 'not met'} ({r:.2f})"
         lines.append(line)
     return lines + [""]
 
