@@ -434,3 +434,48 @@ def test_no_concurrency_limit_by_default(start_server):
     assert [c.read_response().status for c in conns] == [200] * 100
     for conn in conns:
         conn.close()
+
+
+# --------------------------------------------------------------------------
+# Chunk extensions and expectations
+
+
+def test_chunk_extensions_are_bounded_per_request(start_server):
+    srv = start_server(apps.app, max_chunk_extensions_size=1024)
+    head = b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    within = b"".join(b"1;" + b"e" * 200 + b"\r\nx\r\n" for _ in range(4)) + b"0\r\n\r\n"
+    with srv.raw() as conn:
+        conn.send(head + within)
+        assert conn.read_response().status == 200
+    # 1 MiB of extensions on a 4 KiB body, each line within the 4 KiB line bound.
+    chunk = b"1;" + b"e" * 4000 + b"\r\nx\r\n"
+    with srv.raw() as conn:
+        conn.send(head + chunk * 8)
+        expect_status_then_close(conn, 400)
+
+
+def test_chunk_extensions_default_bound(start_server):
+    srv = start_server(apps.app)
+    head = b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunk = b"1;" + b"e" * 4000 + b"\r\nx\r\n"
+    with srv.raw() as conn:
+        conn.send(head + chunk * 5)
+        expect_status_then_close(conn, 400)
+
+
+@pytest.mark.parametrize("expect", ["x-magic", "100-continue, foo=bar", "200-ok"])
+def test_an_unknown_expectation_is_417_without_reading_the_body(start_server, expect):
+    calls = []
+
+    async def app(scope, receive, send):
+        calls.append(scope["type"])
+        await apps.app(scope, receive, send)
+
+    srv = start_server(app, lifespan="off")
+    with srv.raw() as conn:
+        conn.send(f"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: {expect}\r\nContent-Length: 100000\r\n\r\n".encode())
+        expect_status_then_close(conn, 417)
+    assert calls == [], "the app is not called"
+    with srv.raw() as conn:  # 100-continue is served as before
+        conn.send(b"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi")
+        assert conn.read_response().status in (100, 200)

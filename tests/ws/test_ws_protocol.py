@@ -4,6 +4,8 @@ fragmentation, UTF-8 fail-fast, close codes."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from ws_support import OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT, RawWS, peer
@@ -82,6 +84,20 @@ def test_fragmented_control_frame_is_1002(ws_server):
 def test_oversized_control_frame_is_1002(ws_server):
     ws = ws_server().raw(conn="oc")
     ws.send_frame(OP_PING, b"x" * 126)
+    _expect_failed(ws, 1002)
+
+
+@pytest.mark.uvicorn_differs("websockets accepts a length in a longer encoding than needed")
+@pytest.mark.parametrize("form", ["16-bit", "64-bit"])
+def test_non_minimal_payload_length_is_1002(ws_server, form):
+    # RFC 6455 §5.2: the minimal number of bytes MUST be used for the length.
+    ws = ws_server().raw(conn="len")
+    payload = b"short"
+    key = b"\x01\x02\x03\x04"
+    length = struct.pack("!H", len(payload)) if form == "16-bit" else struct.pack("!Q", len(payload))
+    marker = 126 if form == "16-bit" else 127
+    masked = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    ws.send_raw(bytes([0x80 | OP_BINARY, 0x80 | marker]) + length + key + masked)
     _expect_failed(ws, 1002)
 
 
