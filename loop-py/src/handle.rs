@@ -20,7 +20,7 @@
 //! they are also kept off the collector's lists ([`untrack_while_queued`]).
 
 use crate::call_args::CallArgs;
-use crate::event_loop::Loop;
+use crate::event_loop::{IoPort, Loop};
 use crate::gil_cell::GilCell;
 use crate::handle_tracking::is_sole_reference;
 pub use crate::handle_tracking::{release_timer, track, untrack_while_queued, visit_owned};
@@ -128,25 +128,20 @@ pub struct TimerHandle {
     cancels: Arc<AtomicUsize>,
 }
 
-/// Either kind, as the ready queue and the injector hold them.
+/// Either kind, as the ready queue and the injector hold them, and a
+/// native owner's readiness ([`IoPort`]: queued by the tick only).
 pub enum AnyHandle {
     Plain(Py<Handle>),
     Timer(Py<TimerHandle>),
+    Io(Py<IoPort>),
 }
 
 impl AnyHandle {
-    #[inline]
-    pub fn core(&self) -> &Core {
-        match self {
-            AnyHandle::Plain(h) => &h.get().core,
-            AnyHandle::Timer(h) => &h.get().core,
-        }
-    }
-
     pub fn bind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
         match self {
             AnyHandle::Plain(h) => h.bind(py).as_any(),
             AnyHandle::Timer(h) => h.bind(py).as_any(),
+            AnyHandle::Io(port) => port.bind(py).as_any(),
         }
     }
 
@@ -156,6 +151,7 @@ impl AnyHandle {
         match self {
             AnyHandle::Plain(h) => visit_owned(h, &h.get().core, visit),
             AnyHandle::Timer(h) => Self::visit_timer(h, visit),
+            AnyHandle::Io(port) => visit.call(port),
         }
     }
 
@@ -178,6 +174,10 @@ impl AnyHandle {
             AnyHandle::Plain(handle) => handle,
             AnyHandle::Timer(timer) => {
                 release_timer(timer.into_bound(py));
+                return None;
+            }
+            AnyHandle::Io(port) => {
+                drop(port.into_bound(py));
                 return None;
             }
         };
@@ -204,18 +204,22 @@ impl AnyHandle {
         None
     }
 
-    /// Run it (see [`Core::run`]) for the loop whose snapshot is `snapshot`.
-    /// `shown_after`: the handle is shown after the run (debug mode's
-    /// slow-callback line), so it must keep its callback.
+    /// Run it (see [`Core::run`]) for `event_loop`, whose snapshot is
+    /// `snapshot`. `shown_after`: the handle is shown after the run (debug
+    /// mode's slow-callback line), so it must keep its callback.
     #[inline(always)]
     pub fn run(
         &self,
         py: Python<'_>,
+        event_loop: &Bound<'_, PyAny>,
         snapshot: &GilCell<Snapshot>,
         shown_after: bool,
     ) -> PyResult<()> {
-        let this = self.bind(py);
-        let core = self.core();
+        let (this, core) = match self {
+            AnyHandle::Plain(h) => (h.bind(py).as_any(), &h.get().core),
+            AnyHandle::Timer(h) => (h.bind(py).as_any(), &h.get().core),
+            AnyHandle::Io(port) => return IoPort::run(port.bind(py), event_loop),
+        };
         if !shown_after && cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(this) {
             return core.run_sole(this, snapshot);
         }

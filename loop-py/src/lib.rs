@@ -26,6 +26,7 @@ mod shared_context;
 mod sockio;
 #[cfg(feature = "test-hooks")]
 mod testing;
+mod transport;
 
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -39,6 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::Handle>()?;
     m.add_class::<handle::TimerHandle>()?;
     asgi::register(m)?;
+    transport::register(m)?;
     queue::register(m)?;
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;

@@ -38,6 +38,8 @@ cached_attr!(invalid_state_error, "asyncio", "InvalidStateError");
 cached_attr!(enter_task, "asyncio.tasks", "_enter_task");
 cached_attr!(leave_task, "asyncio.tasks", "_leave_task");
 cached_attr!(current_task, "asyncio", "current_task");
+cached_attr!(asyncio_logger, "asyncio.log", "logger");
+
 // ferroloop.Queue (src/queue): its exceptions, the running loop, heapq.
 cached_attr!(queue_empty, "asyncio", "QueueEmpty");
 cached_attr!(queue_full, "asyncio", "QueueFull");
@@ -142,6 +144,37 @@ pub fn run_in_context<'py>(
         }
         Bound::from_owned_ptr_or_err(py, raw).map(drop)
     }
+}
+
+/// Run Rust code `f` inside `context` (an exact `contextvars.Context`, as
+/// the loop copies them): what it calls into Python sees the context's
+/// variables. The context is left again even if `f` panics.
+pub fn with_context<R>(context: &Bound<'_, PyAny>, f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    struct Entered<'a, 'py>(&'a Bound<'py, PyAny>);
+    impl Drop for Entered<'_, '_> {
+        fn drop(&mut self) {
+            // SAFETY: entered below exactly once; exited exactly once here.
+            // Exit fails only for a context that is not the current one,
+            // which this nesting rules out; an error it sets is dropped
+            // rather than left pending.
+            if unsafe { ffi::PyContext_Exit(self.0.as_ptr()) } < 0 {
+                drop(PyErr::take(self.0.py()));
+            }
+        }
+    }
+    let py = context.py();
+    if !is_context(context) {
+        return Err(PyTypeError::new_err("an instance of Context was expected"));
+    }
+    // SAFETY: `context` is an exact Context; Enter fails (RuntimeError set)
+    // if it is already entered.
+    if unsafe { ffi::PyContext_Enter(context.as_ptr()) } < 0 {
+        return Err(PyErr::fetch(py));
+    }
+    let entered = Entered(context);
+    let result = f();
+    drop(entered);
+    result
 }
 
 /// Not a real Context (a user passed something else): let Python raise

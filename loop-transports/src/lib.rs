@@ -56,6 +56,7 @@ pub mod layer;
 pub mod listener;
 pub mod pipe;
 pub mod protocol;
+pub mod read_buf;
 pub mod socket;
 pub mod stream;
 pub mod sys;

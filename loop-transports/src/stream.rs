@@ -156,6 +156,9 @@ pub struct StreamCore {
     /// incremented by each ignored write.
     conn_lost: u32,
     events: VecDeque<StreamEvent>,
+    /// The buffer drained as `ResumeWriting` was queued: a close or
+    /// half-close waits for that event's delivery (see `next_event`).
+    drain_pending: bool,
     stats: StreamStats,
 }
 
@@ -179,6 +182,7 @@ impl StreamCore {
             flow: Flow::new(config.water_marks),
             conn_lost: 0,
             events: VecDeque::new(),
+            drain_pending: false,
             stats: StreamStats::default(),
         }
     }
@@ -286,12 +290,24 @@ impl StreamCore {
     }
 
     /// The next event to deliver, oldest first.
+    ///
+    /// A buffer that drained with `ResumeWriting` queued finishes a pending
+    /// close or half-close only here, once that event was delivered: the
+    /// protocol may write more from `resume_writing` (asyncio checks the
+    /// buffer after calling it), and that data goes out first.
     pub fn next_event(&mut self) -> Option<StreamEvent> {
-        self.events.pop_front()
+        if let Some(event) = self.events.pop_front() {
+            return Some(event);
+        }
+        if std::mem::take(&mut self.drain_pending) && self.out.is_empty() {
+            self.on_drained();
+            return self.events.pop_front();
+        }
+        None
     }
 
     pub fn has_events(&self) -> bool {
-        !self.events.is_empty()
+        !self.events.is_empty() || self.drain_pending
     }
 
     /// asyncio's `is_closing()`: `close`, `abort` or a fatal error happened.
@@ -614,11 +630,17 @@ impl StreamCore {
                 }
             }
         }
-        if self.flow.should_resume(self.out.len()) {
+        let resumed = self.flow.should_resume(self.out.len());
+        if resumed {
             self.events.push_back(StreamEvent::ResumeWriting);
         }
         if self.out.is_empty() {
-            self.on_drained();
+            if resumed {
+                // After the protocol heard of it (see `next_event`).
+                self.drain_pending = true;
+            } else {
+                self.on_drained();
+            }
         }
     }
 
@@ -634,6 +656,11 @@ impl StreamCore {
             }
             _ => {}
         }
+    }
+
+    /// `write_eof()` was called (asyncio's `_eof`).
+    pub fn eof_requested(&self) -> bool {
+        self.eof_requested
     }
 
     /// asyncio's `can_write_eof()`.

@@ -13,8 +13,9 @@ use std::sync::Arc;
 const COALESCE_MAX: usize = 4096;
 /// A tail chunk stops taking appended copies at this size.
 const TAIL_CAP: usize = 64 * 1024;
-/// iovecs per `writev` (Linux allows 1024; more buys nothing here).
-pub(crate) const MAX_IOV: usize = 64;
+/// iovecs per `writev` (Linux allows 1024; more buys nothing here): a
+/// vectored write of more buffers must join them first.
+pub const MAX_IOV: usize = 64;
 
 /// Bytes handed to a transport by value, so they need not be copied.
 ///

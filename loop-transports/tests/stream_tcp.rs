@@ -96,6 +96,65 @@ fn backpressure_pauses_once_and_resumes_once() {
     assert!(p < r);
 }
 
+/// A close waiting for the buffer to drain does not lose what the protocol
+/// writes from `resume_writing` (asyncio checks the buffer after that call).
+#[test]
+fn writes_from_resume_writing_go_out_before_a_pending_close() {
+    let config = StreamConfig {
+        water_marks: loop_transports::WaterMarks::new(Some(20_000), Some(5_000)).unwrap(),
+        ..StreamConfig::default()
+    };
+    let (mut core, mut peer) = tcp_core_pair(&config);
+    let fd = core.fd();
+    // SAFETY: `core` keeps the fd open for this test.
+    let ours = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    SockRef::from(&ours).set_send_buffer_size(4096).unwrap();
+    SockRef::from(&peer).set_recv_buffer_size(4096).unwrap();
+    let mut sent = 0;
+    while core.get_write_buffer_size() <= 20_000 {
+        core.write(&[7u8; 3000]).unwrap();
+        sent += 3000;
+    }
+    assert!(matches!(core.next_event(), Some(StreamEvent::PauseWriting)));
+    core.close();
+    assert!(core.next_event().is_none(), "closing waits for the buffer");
+    let mut received = 0;
+    let mut sink = vec![0u8; 65536];
+    peer.set_nonblocking(true).unwrap();
+    let mut extra_written = false;
+    let mut closed = false;
+    for _ in 0..100_000 {
+        if let Ok(n) = peer.read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+            received += n;
+        }
+        core.on_writable();
+        while let Some(ev) = core.next_event() {
+            match ev {
+                StreamEvent::ResumeWriting if !extra_written => {
+                    // The protocol's resume_writing writes more.
+                    core.write(&[9u8; 1000]).unwrap();
+                    sent += 1000;
+                    extra_written = true;
+                }
+                StreamEvent::Closed(None) => closed = true,
+                _ => {}
+            }
+        }
+        if closed {
+            core.close_fd();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(extra_written && closed);
+    assert_eq!(
+        received, sent,
+        "everything written before the close arrived"
+    );
+}
+
 #[test]
 fn resume_happens_at_the_low_water_mark_not_before() {
     // Drive the core by hand to watch the buffer size at the resume.

@@ -109,6 +109,8 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         self._transports: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         #: What the transports read into (see ReadBuffer).
         self._read_buffer = ReadBuffer()
+        #: listening socket -> its native accept loop (see _streams._start_serving).
+        self._listeners: dict[socket.socket, Any] = {}
         #: pidfd -> pid of the children being watched (see _subprocess).
         self._child_pidfds: dict[int, int] = {}
         self._coroutine_origin_tracking_enabled = False

@@ -21,11 +21,11 @@ import logging
 import os
 import socket
 import stat
-from asyncio import base_events, constants, exceptions, protocols, sslproto, staggered, trsock
+from asyncio import base_events, constants, exceptions, protocols, sslproto, staggered
 from typing import Any, Callable, Iterable
 
 from . import _native
-from ._transport import SocketTransport
+from ._transports import SocketTransport
 
 try:
     import ssl as _ssl
@@ -36,8 +36,6 @@ logger = logging.getLogger("asyncio")
 
 #: Bytes per read of the sendfile fallback.
 _SENDFILE_BLOCK = 256 * 1024
-#: Seconds before accepting again after running out of fds (asyncio's).
-ACCEPT_RETRY_DELAY = 1.0
 _HAS_IPV6 = hasattr(socket, "AF_INET6")
 # The running version's create_unix_server parameters (3.13 added cleanup_socket).
 _UNIX_SERVER_PARAMETERS = inspect.signature(asyncio.SelectorEventLoop.create_unix_server).parameters
@@ -516,25 +514,27 @@ class StreamOps:
 
     def _start_serving(self, protocol_factory: Callable[[], Any], sock: socket.socket, sslcontext: Any = None,
                        server: Any = None, backlog: int = 100, ssl_handshake_timeout: Any = None,
-                       ssl_shutdown_timeout: Any = None) -> None:
+                       ssl_shutdown_timeout: Any = None, context: Any = None) -> None:
+        """Accept on ``sock`` for ``server`` (asyncio's ``Server`` calls this;
+        3.15 passes the ``context`` connections are set up in). The accept
+        loop is native (``_native.Listener``); each connection comes back to
+        ``_accept_connection``."""
         loop: Any = self
-        loop._add_reader(sock.fileno(), self._accept_ready, protocol_factory, sock, sslcontext, server, backlog,
-                         ssl_handshake_timeout, ssl_shutdown_timeout)
-
-    def _resume_serving(self, protocol_factory: Callable[[], Any], sock: socket.socket, sslcontext: Any,
-                        server: Any, backlog: int, ssl_handshake_timeout: Any, ssl_shutdown_timeout: Any) -> None:
-        """Accept again after the out-of-fds pause, unless the server was
-        closed meanwhile (asyncio then reports a ValueError for fd -1)."""
-        if sock.fileno() == -1:
-            return
-        self._start_serving(protocol_factory, sock, sslcontext, server, backlog, ssl_handshake_timeout,
-                            ssl_shutdown_timeout)
+        serve_args = (protocol_factory, sslcontext, server, ssl_handshake_timeout, ssl_shutdown_timeout)
+        listener = _native.Listener(loop, sock, backlog, serve_args, context)
+        old = loop._listeners.pop(sock, None)
+        if old is not None:
+            old._stop()
+        loop._listeners[sock] = listener
+        listener._start()
 
     def _stop_serving(self, sock: socket.socket) -> None:
         loop: Any = self
         inode = loop._unix_server_sockets.pop(sock, None)
         path = sock.getsockname() if inode is not None else None
-        loop._remove_reader(sock.fileno())
+        listener = loop._listeners.pop(sock, None)
+        if listener is not None:
+            listener._stop()
         sock.close()
         if path is not None:
             # Remove the file only if it is still ours (not replaced since).
@@ -556,32 +556,34 @@ class StreamOps:
             except FileNotFoundError:
                 pass
 
-    def _accept_ready(self, protocol_factory: Callable[[], Any], sock: socket.socket, sslcontext: Any, server: Any,
-                      backlog: int, ssl_handshake_timeout: Any, ssl_shutdown_timeout: Any) -> None:
+    def _accept_connection(self, conn: socket.socket, serve_args: tuple[Any, ...]) -> None:
+        """One connection the native accept loop took: a protocol from the
+        server's factory and a transport for it (with TLS, in a task that
+        waits for the handshake)."""
+        protocol_factory, sslcontext, server, ssl_handshake_timeout, ssl_shutdown_timeout = serve_args
         loop: Any = self
-        # Accept a batch per readiness event, as many as the backlog.
-        for _ in range(backlog):
-            try:
-                conn, address = sock.accept()
-                conn.setblocking(False)
-            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
-                return
-            except OSError as exc:
-                if exc.errno in _native.RESOURCE_LIMIT_ERRNOS:
-                    # Out of fds: stop accepting for a while instead of
-                    # spinning on a readable listener, then try again.
-                    loop.call_exception_handler({
-                        "message": "socket.accept() out of system resource",
-                        "exception": exc,
-                        "socket": trsock.TransportSocket(sock),
-                    })
-                    loop._remove_reader(sock.fileno())
-                    loop.call_later(ACCEPT_RETRY_DELAY, self._resume_serving, protocol_factory, sock, sslcontext,
-                                    server, backlog, ssl_handshake_timeout, ssl_shutdown_timeout)
-                    return
-                raise
-            loop.create_task(self._accept_one(protocol_factory, conn, {"peername": address}, sslcontext, server,
+        if sslcontext:
+            loop.create_task(self._accept_one(protocol_factory, conn, {}, sslcontext, server,
                                               ssl_handshake_timeout, ssl_shutdown_timeout))
+            return
+        protocol = None
+        try:
+            protocol = protocol_factory()
+            SocketTransport(loop, conn, protocol, server=server)
+        except (SystemExit, KeyboardInterrupt):
+            conn.close()
+            raise
+        except BaseException as exc:
+            # No transport took the socket (the protocol factory failed, or
+            # the server was closed meanwhile): close it now, so the client
+            # is not left hanging.
+            conn.close()
+            if loop.get_debug():
+                context: dict[str, Any] = {"message": "Error on transport creation for incoming connection",
+                                           "exception": exc}
+                if protocol is not None:
+                    context["protocol"] = protocol
+                loop.call_exception_handler(context)
 
     async def _accept_one(self, protocol_factory: Callable[[], Any], conn: socket.socket, extra: dict[str, Any],
                           sslcontext: Any, server: Any, ssl_handshake_timeout: Any, ssl_shutdown_timeout: Any) -> None:

@@ -1,6 +1,7 @@
 //! fd callbacks: `add_reader`/`add_writer` and their removal, on the
 //! reactor's generation-keyed registrations.
 
+use super::io_port::IoPort;
 use super::Loop;
 use crate::call_args::CallArgs;
 use crate::errors::to_pyerr;
@@ -12,18 +13,21 @@ use pyo3::types::PyTuple;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 
-/// Reader and writer callbacks of one fd (asyncio keeps the same pair).
+/// Reader and writer callbacks of one fd (asyncio keeps the same pair),
+/// and its native owner's port with what it waits for (`io_port`).
 #[derive(Default)]
 pub(super) struct FdCallbacks {
     pub(super) reader: Option<Py<Handle>>,
     pub(super) writer: Option<Py<Handle>>,
+    pub(super) native: Option<(Py<IoPort>, Interest)>,
 }
 
 impl FdCallbacks {
     pub(super) fn interest(&self) -> Interest {
+        let native = self.native.as_ref().map_or(Interest::NONE, |(_, i)| *i);
         Interest {
-            readable: self.reader.is_some(),
-            writable: self.writer.is_some(),
+            readable: self.reader.is_some() || native.readable,
+            writable: self.writer.is_some() || native.writable,
         }
     }
 }
@@ -100,13 +104,13 @@ impl Loop {
                 None => {
                     let callbacks = if write {
                         FdCallbacks {
-                            reader: None,
                             writer: Some(handle),
+                            ..Default::default()
                         }
                     } else {
                         FdCallbacks {
                             reader: Some(handle),
-                            writer: None,
+                            ..Default::default()
                         }
                     };
                     let interest = callbacks.interest();
@@ -144,7 +148,9 @@ impl Loop {
                 source.data.reader.take()
             };
             let interest = source.data.interest();
-            let emptied = if interest.is_empty() {
+            // A native owner keeps its registration even while it waits
+            // for nothing (a transport lending its socket to sock_sendfile).
+            let emptied = if interest.is_empty() && source.data.native.is_none() {
                 st.reactor.deregister(fd)
             } else {
                 // The fd may be closed already; the kernel forgot it then.

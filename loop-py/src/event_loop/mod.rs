@@ -5,9 +5,11 @@
 mod construct;
 mod fastcall;
 mod fd_callbacks;
+mod io_port;
 mod tick;
 
 pub(crate) use fastcall::install as install_fastcall_methods;
+pub(crate) use io_port::{IoPort, Readiness};
 
 use construct::LoopKeyword;
 use fd_callbacks::FdCallbacks;
@@ -386,6 +388,9 @@ impl Loop {
         for (_, fds) in st.reactor.iter() {
             visit.call(&fds.reader)?;
             visit.call(&fds.writer)?;
+            if let Some((port, _)) = &fds.native {
+                visit.call(port)?;
+            }
         }
         for hook in &st.tick_end {
             hook.traverse(&visit)?;

@@ -6,6 +6,7 @@
 //! `recycle`) inlines into the tick's loop, for the instruction cache (see
 //! `fastcall`).
 
+use super::io_port::Readiness;
 use super::{Graveyard, Loop};
 use crate::handle::{AnyHandle, Handle};
 use crate::handle_pool::HandlePool;
@@ -102,6 +103,15 @@ impl Loop {
                 if ready.writable {
                     if let Some(h) = fds.writer.as_ref().filter(live) {
                         st.ready.push(AnyHandle::Plain(h.clone_ref(py)));
+                    }
+                }
+                if let Some((port, wanted)) = &fds.native {
+                    let reported = Readiness {
+                        readable: ready.readable && wanted.readable,
+                        writable: ready.writable && wanted.writable,
+                    };
+                    if reported != Readiness::default() && port.get().report(reported) {
+                        st.ready.push(AnyHandle::Io(port.clone_ref(py)));
                     }
                 }
             }
@@ -211,7 +221,9 @@ impl Loop {
     ) -> PyResult<()> {
         let py = slf.py();
         let start = if debug { clock::monotonic() } else { 0.0 };
-        let outcome = catch_unwind(AssertUnwindSafe(|| handle.run(py, &self.snapshot, debug)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            handle.run(py, slf.as_any(), &self.snapshot, debug)
+        }));
         let result = match outcome {
             Ok(result) => result,
             Err(panic) => report_panic(slf, handle.bind(py), panic),

@@ -1,0 +1,316 @@
+"""The asyncio transports ferroloop hands protocols: stream sockets and the
+two pipe directions.
+
+Each is a thin ``asyncio.Transport`` (so ``isinstance`` checks and
+``get_extra_info`` work as on asyncio's loop) over a native
+``StreamTransport`` (``loop-py/src/transport``), which owns the socket's
+``loop-transports`` core and decides everything: reads and the protocol's
+callbacks, write-now-buffer-the-rest, the water marks, half-close, closing
+after the buffer drains. The hot methods (``write``, ``writelines``,
+``is_closing``, ``get_write_buffer_size``) are the native object's own,
+set on each instance, so calling them runs no Python frame. What stays
+here is construction (extra info, registries, what asyncio schedules),
+``repr`` and the unclosed-transport warning.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import stat
+import sys
+import warnings
+from asyncio import base_events, constants, futures, trsock
+from typing import Any
+
+from ._native import StreamTransport
+
+# asyncio's Server tracks its transports from 3.13 on (for close_clients()
+# and abort_clients()): _attach(transport) / _detach(transport).
+_SERVER_TRACKS_TRANSPORTS = len(inspect.signature(base_events.Server._attach).parameters) == 2
+
+
+def _attach(server: Any, transport: Any) -> None:
+    if _SERVER_TRACKS_TRANSPORTS:
+        server._attach(transport)
+    else:
+        server._attach()
+
+
+def _detach(server: Any, transport: Any) -> None:
+    if _SERVER_TRACKS_TRANSPORTS:
+        server._detach(transport)
+    else:
+        server._detach()
+
+
+class _NativeTransport:
+    """What every native-backed transport shares: the native object and the
+    methods that only forward to it (cold paths; the hot ones are set on
+    the instance)."""
+
+    _core: StreamTransport
+    _loop: Any
+
+    #: The native methods set on each instance (no Python frame per call).
+    _hot: tuple[str, ...] = ("write", "writelines", "is_closing", "get_write_buffer_size")
+
+    def _bind_native(self, core: StreamTransport) -> None:
+        self._core = core
+        cls = type(self)
+        for name in self._hot:
+            # A subclass's own method is left alone.
+            if getattr(cls, name) in _FORWARDERS:
+                setattr(self, name, getattr(core, name))
+
+    # Forwarders (the instance attributes above shadow the hot ones).
+    def is_closing(self) -> bool:
+        return self._core.is_closing()
+
+    def close(self) -> None:
+        self._core.close()
+
+    def is_reading(self) -> bool:
+        return self._core.is_reading()
+
+    def pause_reading(self) -> None:
+        self._core.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._core.resume_reading()
+
+    def set_protocol(self, protocol: Any) -> None:
+        self._core.set_protocol(protocol)
+
+    def get_protocol(self) -> Any:
+        return self._core.get_protocol()
+
+    def abort(self) -> None:
+        self._core.abort()
+
+    def _force_close(self, exc: BaseException | None) -> None:
+        self._core._force_close(exc)
+
+    def _fatal_error(self, exc: BaseException, message: str = "Fatal error on transport") -> None:
+        self._core._fatal_error(exc, message)
+
+    def _call_connection_lost(self, exc: BaseException | None) -> None:
+        self._core._call_connection_lost(exc)
+
+    # asyncio's private state, read by the stdlib and by tests.
+    @property
+    def _protocol(self) -> Any:
+        return self._core.get_protocol()
+
+    @property
+    def _closing(self) -> bool:
+        return self._core.is_closing()
+
+    @property
+    def _conn_lost(self) -> int:
+        return self._core._conn_lost
+
+    def _after_connection_lost(self) -> None:
+        """The native object's last step, once the fd is closed."""
+
+
+class _Writable:
+    """The write side's forwarders, for the writable transports."""
+
+    _core: StreamTransport
+
+    def write(self, data: Any) -> None:
+        self._core.write(data)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self._core.writelines(list_of_data)
+
+    def get_write_buffer_size(self) -> int:
+        return self._core.get_write_buffer_size()
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._core.get_write_buffer_limits()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._core.set_write_buffer_limits(high, low)
+
+    def can_write_eof(self) -> bool:
+        return self._core.can_write_eof()
+
+    def write_eof(self) -> None:
+        self._core.write_eof()
+
+
+#: The forwarding methods a native method may replace on an instance.
+_FORWARDERS = (
+    _NativeTransport.is_closing,
+    _Writable.write,
+    _Writable.writelines,
+    _Writable.get_write_buffer_size,
+)
+
+
+class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
+    """A connected stream socket (TCP or Unix) as an asyncio transport."""
+
+    _start_tls_compatible = True
+    _sendfile_compatible = constants._SendfileMode.TRY_NATIVE
+
+    def __init__(self, loop: Any, sock: Any, protocol: asyncio.BaseProtocol,
+                 waiter: asyncio.Future[Any] | None = None, extra: dict[str, Any] | None = None,
+                 server: Any = None) -> None:
+        super().__init__(extra)
+        self._extra["socket"] = trsock.TransportSocket(sock)
+        try:
+            self._extra["sockname"] = sock.getsockname()
+        except OSError:
+            self._extra["sockname"] = None
+        if "peername" not in self._extra:
+            try:
+                self._extra["peername"] = sock.getpeername()
+            except OSError:
+                self._extra["peername"] = None
+        self._loop = loop
+        self._sock_obj = sock
+        self._sock_fd = sock.fileno()
+        self._server = server
+        self._bind_native(StreamTransport(loop, self, sock, self._sock_fd, protocol, "socket"))
+        if server is not None:
+            try:
+                _attach(server, self)
+            except BaseException:
+                # The server closed meanwhile (asyncio's Server asserts):
+                # the socket stays the caller's to close.
+                self._sock_obj = None
+                raise
+        loop._transports[self._sock_fd] = self
+        loop.call_soon(protocol.connection_made, self)
+        loop.call_soon(self._core._start)
+        if waiter is not None:
+            loop.call_soon(futures._set_result_unless_cancelled, waiter, None)
+
+    def __repr__(self) -> str:
+        info = [type(self).__name__]
+        if self._sock is None:
+            info.append("closed")
+        elif self._closing:
+            info.append("closing")
+        info.append(f"fd={self._sock_fd}")
+        if self._sock is not None and not self._closing:
+            reading, writing = self._core._polling
+            info.append("read=" + ("polling" if reading else "idle"))
+            info.append(f"write=<{'polling' if writing else 'idle'}, bufsize={self.get_write_buffer_size()}>")
+        return "<{}>".format(" ".join(info))
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if getattr(self, "_sock_obj", None) is not None and not self._core._finished:
+            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
+            self._sock_obj.close()
+            if self._server is not None:
+                _detach(self._server, self)
+                self._server = None
+
+    @property
+    def _sock(self) -> Any:
+        """The socket while the connection lives (asyncio's ``_sock``)."""
+        return None if self._core._finished else self._sock_obj
+
+    @_sock.setter
+    def _sock(self, sock: Any) -> None:
+        # Tests set it to None to skip the unclosed-transport warning.
+        self._sock_obj = sock
+
+    @property
+    def _eof(self) -> bool:
+        return self._core._eof
+
+    def _make_empty_waiter(self) -> asyncio.Future[None]:
+        """For sendfile: a future done when the write buffer has drained."""
+        return self._core._make_empty_waiter()
+
+    def _reset_empty_waiter(self) -> None:
+        self._core._reset_empty_waiter()
+
+    def _after_connection_lost(self) -> None:
+        self._sock_obj = None
+        server = self._server
+        if server is not None:
+            _detach(server, self)
+            self._server = None
+
+
+class _PipeTransport(_NativeTransport):
+    """What both pipe directions share (asyncio's Unix rules: pipes,
+    sockets and character devices)."""
+
+    def _init_pipe(self, loop: Any, pipe: Any, protocol: Any, kind: str, refused: str) -> int:
+        self._extra["pipe"] = pipe
+        self._loop = loop
+        self._pipe_obj = pipe
+        self._fileno = pipe.fileno()
+        mode = os.fstat(self._fileno).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+            self._pipe_obj = None
+            raise ValueError(refused)
+        os.set_blocking(self._fileno, False)
+        self._bind_native(StreamTransport(loop, self, pipe, self._fileno, protocol, kind))
+        return mode
+
+    @property
+    def _pipe(self) -> Any:
+        return None if self._core._finished else self._pipe_obj
+
+    @_pipe.setter
+    def _pipe(self, pipe: Any) -> None:
+        # Tests set it to None to skip the unclosed-transport warning.
+        self._pipe_obj = pipe
+
+    def __repr__(self) -> str:
+        state = "closed" if self._pipe is None else ("closing" if self._closing else "open")
+        return f"<{type(self).__name__} {state} fd={self._fileno}>"
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if getattr(self, "_pipe_obj", None) is not None and not self._core._finished:
+            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
+            self._pipe_obj.close()
+
+    def _after_connection_lost(self) -> None:
+        self._pipe_obj = None
+
+
+class ReadPipeTransport(_PipeTransport, asyncio.ReadTransport):
+    _hot = ("is_closing",)
+
+    def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        super().__init__(extra)
+        self._init_pipe(loop, pipe, protocol, "read_pipe", "Pipe transport is for pipes/sockets only.")
+        loop.call_soon(protocol.connection_made, self)
+        # Reading starts after connection_made(), unless that paused or
+        # closed the transport (asyncio's rule).
+        loop.call_soon(self._core._start)
+        if waiter is not None:
+            loop.call_soon(futures._set_result_unless_cancelled, waiter, None)
+
+
+# An asyncio.Transport, not only a WriteTransport: asyncio's write pipe
+# transport is one (through _FlowControlMixin), so it is also a
+# ReadTransport whose pause_reading() raises NotImplementedError.
+class WritePipeTransport(_PipeTransport, _Writable, asyncio.Transport):
+    def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        super().__init__(extra)
+        mode = self._init_pipe(loop, pipe, protocol, "write_pipe",
+                               "Pipe transport is only for pipes, sockets and character devices")
+        loop.call_soon(protocol.connection_made, self)
+        # The write end of a pipe turns readable when the reader closes
+        # (not on AIX, where only sockets do that).
+        if stat.S_ISSOCK(mode) or (stat.S_ISFIFO(mode) and not sys.platform.startswith("aix")):
+            loop.call_soon(self._core._start)
+        if waiter is not None:
+            loop.call_soon(futures._set_result_unless_cancelled, waiter, None)
+
+    is_reading = asyncio.ReadTransport.is_reading
+    pause_reading = asyncio.ReadTransport.pause_reading
+    resume_reading = asyncio.ReadTransport.resume_reading
