@@ -23,7 +23,6 @@ mod owner;
 mod pyapi;
 mod queue;
 mod shared_context;
-mod sockio;
 #[cfg(feature = "test-hooks")]
 mod testing;
 mod transport;
@@ -33,10 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_loop::Loop>()?;
     context_layout::check(m.py())?;
     event_loop::install_fastcall_methods(m.py())?;
-    m.add_function(wrap_pyfunction!(sockio::sock_send, m)?)?;
-    m.add_function(wrap_pyfunction!(sockio::sock_recv_into, m)?)?;
-    m.add_class::<sockio::ReadPump>()?;
-    m.add_class::<sockio::WritePump>()?;
     m.add_class::<handle::Handle>()?;
     m.add_class::<handle::TimerHandle>()?;
     asgi::register(m)?;
@@ -47,11 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::config_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(cli::parse_dotenv, m)?)?;
     m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
-    // Errnos after which accepting pauses (the Python accept path).
-    m.add(
-        "RESOURCE_LIMIT_ERRNOS",
-        loop_transports::RESOURCE_LIMIT_ERRNOS.to_vec(),
-    )?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     #[cfg(feature = "test-hooks")]
     testing::register(m)?;

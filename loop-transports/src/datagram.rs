@@ -20,25 +20,27 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 
-/// asyncio's datagram `max_size` (256 KiB): larger than any UDP datagram.
-pub const DEFAULT_RECV_BUFFER: usize = 256 * 1024;
 /// `recvfrom` calls per readable report.
 pub const DEFAULT_RECVS_PER_EVENT: usize = 16;
 
-/// Tunables of a datagram socket.
+/// Tunables of a datagram socket. Datagrams are received into the caller's
+/// buffer (the thread's read buffer, [`crate::read_buf`], is large enough
+/// for any datagram).
 #[derive(Clone, Debug)]
 pub struct DatagramConfig {
-    pub recv_buffer_size: usize,
     pub recvs_per_event: usize,
     pub water_marks: WaterMarks,
+    /// Bytes each queued datagram counts in the write buffer size beyond
+    /// its payload (asyncio 3.13+ counts 8, so empty datagrams fill it too).
+    pub header_size: usize,
 }
 
 impl Default for DatagramConfig {
     fn default() -> Self {
         DatagramConfig {
-            recv_buffer_size: DEFAULT_RECV_BUFFER,
             recvs_per_event: DEFAULT_RECVS_PER_EVENT,
             water_marks: WaterMarks::default(),
+            header_size: 0,
         }
     }
 }
@@ -54,11 +56,12 @@ pub enum DatagramEvent {
     Closed(Option<Error>),
 }
 
-/// One step of [`DatagramCore::recv`].
+/// One step of [`DatagramCore::recv_into`].
 #[derive(Debug)]
-pub enum Recv<'a> {
-    /// `datagram_received(data, addr)`.
-    Datagram(&'a [u8], SockAddr),
+pub enum Recv {
+    /// `datagram_received(data, addr)`: this many bytes at the start of the
+    /// caller's buffer, from `addr`.
+    Datagram(usize, SockAddr),
     /// `error_received(exc)`; the socket stays open.
     Error(Error),
     /// Nothing more for this event.
@@ -89,11 +92,11 @@ pub struct DatagramCore {
     /// The connected peer, if any (asyncio's `_address`).
     peer: Option<SockAddr>,
     state: State,
-    buf: Vec<u8>,
     recvs_per_event: usize,
     recvs_left: usize,
     queue: VecDeque<(Vec<u8>, Option<SockAddr>)>,
     queued_bytes: usize,
+    header_size: usize,
     flow: Flow,
     conn_lost: u32,
     events: VecDeque<DatagramEvent>,
@@ -111,11 +114,11 @@ impl DatagramCore {
             fd: Some(fd),
             peer,
             state: State::Open,
-            buf: vec![0; config.recv_buffer_size.max(1)],
             recvs_per_event,
             recvs_left: recvs_per_event,
             queue: VecDeque::new(),
             queued_bytes: 0,
+            header_size: config.header_size,
             flow: Flow::new(config.water_marks),
             conn_lost: 0,
             events: VecDeque::new(),
@@ -162,14 +165,14 @@ impl DatagramCore {
         self.recvs_left = self.recvs_per_event;
     }
 
-    /// Receive one datagram. Call until `Done`.
-    pub fn recv(&mut self) -> Recv<'_> {
+    /// Receive one datagram into `buf` (truncated to its size, as
+    /// `recvfrom` does). Call until `Done`.
+    pub fn recv_into(&mut self, buf: &mut [u8]) -> Recv {
         if self.state != State::Open || self.recvs_left == 0 || self.fd.is_none() {
             return Recv::Done;
         }
         self.recvs_left -= 1;
         let raw = self.raw;
-        let buf = &mut self.buf;
         // SAFETY: the closure passes socket2's zeroed address storage and its
         // length, as recvfrom expects, and a buffer valid for its length.
         let result = unsafe {
@@ -192,15 +195,9 @@ impl DatagramCore {
             })
         };
         match result {
-            Ok((n, addr)) => {
-                // An unconnected peer address (Unix datagram) comes back empty.
-                let addr = if addr.len() == 0 {
-                    self.peer.clone().unwrap_or(addr)
-                } else {
-                    addr
-                };
-                Recv::Datagram(&self.buf[..n], addr)
-            }
+            // An unnamed peer (a Unix datagram socketpair) comes back with
+            // an empty address, which Python shows as None.
+            Ok((n, addr)) => Recv::Datagram(n, addr),
             Err(e) if sys::is_would_block(&e) => {
                 self.recvs_left = 0;
                 Recv::Done
@@ -219,13 +216,26 @@ impl DatagramCore {
                 });
             }
         }
-        if self.conn_lost > 0 {
+        // A lost connected endpoint drops sends; an unconnected one goes on
+        // sending while its socket is open (asyncio's, until
+        // `connection_lost` closes it).
+        if self.conn_lost > 0 && (self.peer.is_some() || self.fd.is_none()) {
             let warn = self.conn_lost >= LOG_THRESHOLD_FOR_CONNLOST_WRITES;
             self.conn_lost = self.conn_lost.saturating_add(1);
             return Ok(Send::Ignored {
                 conn_lost: self.conn_lost,
                 warn,
             });
+        }
+        if self.state == State::Closed {
+            // Best effort, as asyncio's: a full socket drops it.
+            if let Err(e) = send_one(self.raw, data, addr) {
+                if !sys::is_would_block(&e) {
+                    self.events
+                        .push_back(DatagramEvent::ErrorReceived(Error::os(Op::Write, e)));
+                }
+            }
+            return Ok(Send::Accepted);
         }
         // Connected sockets send without an address, as asyncio's `send`.
         let addr = if self.peer.is_some() { None } else { addr };
@@ -240,7 +250,7 @@ impl DatagramCore {
                 }
             }
         }
-        self.queued_bytes += data.len();
+        self.queued_bytes += data.len() + self.header_size;
         self.queue.push_back((data.to_vec(), addr.cloned()));
         if self.flow.should_pause(self.queued_bytes) {
             self.events.push_back(DatagramEvent::PauseWriting);
@@ -258,7 +268,7 @@ impl DatagramCore {
             match send_one(self.raw, data, addr.as_ref()) {
                 Err(e) if sys::is_would_block(&e) => break,
                 result => {
-                    self.queued_bytes -= data.len();
+                    self.queued_bytes -= data.len() + self.header_size;
                     self.queue.pop_front();
                     if let Err(e) = result {
                         self.events

@@ -57,7 +57,7 @@ impl fmt::Display for Op {
 
 /// The errnos after which accepting must pause and retry later: the
 /// process or the system ran out of fds or memory. The one list of them
-/// (the Python accept path reads it as `_native.RESOURCE_LIMIT_ERRNOS`).
+/// (the listeners pause on them).
 pub const RESOURCE_LIMIT_ERRNOS: [i32; 4] =
     [libc::EMFILE, libc::ENFILE, libc::ENOBUFS, libc::ENOMEM];
 

@@ -31,7 +31,6 @@ from ._pipes import PipeOps
 from ._sockets import SocketOps
 from ._streams import StreamOps
 from ._subprocess import SubprocessOps, abandon_children
-from ._transport import ReadBuffer
 
 logger = logging.getLogger("asyncio")
 
@@ -107,8 +106,6 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         #: fd -> live stream transport (asyncio's ``_transports``), so fd
         #: callbacks cannot be added behind a transport's back.
         self._transports: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-        #: What the transports read into (see ReadBuffer).
-        self._read_buffer = ReadBuffer()
         #: listening socket -> its native accept loop (see _streams._start_serving).
         self._listeners: dict[socket.socket, Any] = {}
         #: pidfd -> pid of the children being watched (see _subprocess).

@@ -1,5 +1,5 @@
-"""The asyncio transports ferroloop hands protocols: stream sockets and the
-two pipe directions.
+"""The asyncio transports ferroloop hands protocols: stream sockets, the two
+pipe directions and datagram sockets.
 
 Each is a thin ``asyncio.Transport`` (so ``isinstance`` checks and
 ``get_extra_info`` work as on asyncio's loop) over a native
@@ -24,6 +24,7 @@ import warnings
 from asyncio import base_events, constants, futures, trsock
 from typing import Any
 
+from ._native import DatagramTransport as _NativeDatagram
 from ._native import StreamTransport
 
 # asyncio's Server tracks its transports from 3.13 on (for close_clients()
@@ -142,13 +143,17 @@ class _Writable:
         self._core.write_eof()
 
 
-#: The forwarding methods a native method may replace on an instance.
-_FORWARDERS = (
-    _NativeTransport.is_closing,
-    _Writable.write,
-    _Writable.writelines,
-    _Writable.get_write_buffer_size,
-)
+def _forwarders() -> tuple[Any, ...]:
+    """The forwarding methods a native method may replace on an instance
+    (a subclass's own method is left alone)."""
+    return (
+        _NativeTransport.is_closing,
+        _Writable.write,
+        _Writable.writelines,
+        _Writable.get_write_buffer_size,
+        DatagramTransport.sendto,
+        DatagramTransport.get_write_buffer_size,
+    )
 
 
 class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
@@ -314,3 +319,77 @@ class WritePipeTransport(_PipeTransport, _Writable, asyncio.Transport):
     is_reading = asyncio.ReadTransport.is_reading
     pause_reading = asyncio.ReadTransport.pause_reading
     resume_reading = asyncio.ReadTransport.resume_reading
+
+
+# Since 3.13 (gh-113812) empty datagrams are sent (up to 3.12 sendto()
+# drops them) and each queued datagram counts 8 header bytes in the write
+# buffer size, so that empty ones fill it too.
+_DROP_EMPTY_DATAGRAMS = sys.version_info < (3, 13)
+_DATAGRAM_HEADER_SIZE = 8 if sys.version_info >= (3, 13) else 0
+
+
+class DatagramTransport(_NativeTransport, asyncio.DatagramTransport, asyncio.Transport):
+    """A datagram socket as an asyncio transport. Like asyncio's own, it is
+    also an ``asyncio.Transport`` (``isinstance`` checks in the wild)."""
+
+    _hot = ("sendto", "is_closing", "get_write_buffer_size")
+
+    def __init__(self, loop: Any, sock: Any, protocol: Any, address: Any = None,
+                 waiter: Any = None, extra: dict[str, Any] | None = None) -> None:
+        super().__init__(extra)
+        self._extra["socket"] = trsock.TransportSocket(sock)
+        try:
+            self._extra["sockname"] = sock.getsockname()
+        except OSError:
+            self._extra["sockname"] = None
+        if "peername" not in self._extra:
+            try:
+                self._extra["peername"] = sock.getpeername()
+            except OSError:
+                self._extra["peername"] = None
+        self._loop = loop
+        self._sock_obj = sock
+        self._sock_fd = sock.fileno()
+        self._address = address
+        self._bind_native(_NativeDatagram(loop, self, sock, protocol, address,
+                                          _DATAGRAM_HEADER_SIZE, _DROP_EMPTY_DATAGRAMS))
+        loop._transports[self._sock_fd] = self
+        loop.call_soon(protocol.connection_made, self)
+        loop.call_soon(self._core._start)
+        if waiter is not None:
+            loop.call_soon(futures._set_result_unless_cancelled, waiter, None)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._sock is None else ("closing" if self._closing else "open")
+        return f"<{type(self).__name__} {state} fd={self._sock_fd}>"
+
+    def __del__(self, _warn: Any = warnings.warn) -> None:
+        if getattr(self, "_sock_obj", None) is not None and not self._core._finished:
+            _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
+            self._sock_obj.close()
+
+    def sendto(self, data: Any, addr: Any = None) -> None:
+        self._core.sendto(data, addr)
+
+    def get_write_buffer_size(self) -> int:
+        return self._core.get_write_buffer_size()
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._core.get_write_buffer_limits()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._core.set_write_buffer_limits(high, low)
+
+    @property
+    def _sock(self) -> Any:
+        return None if self._core._finished else self._sock_obj
+
+    @_sock.setter
+    def _sock(self, sock: Any) -> None:
+        self._sock_obj = sock
+
+    def _after_connection_lost(self) -> None:
+        self._sock_obj = None
+
+
+_FORWARDERS = _forwarders()

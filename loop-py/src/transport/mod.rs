@@ -21,8 +21,11 @@
 //! - [`protocol`]: calling the protocol and reporting its failures as
 //!   asyncio does (`_fatal_error`, the flow-control callbacks).
 //! - [`bytes`]: bytes-like arguments seen as slices.
+//! - [`addr`]: socket addresses between the kernel's form and Python's.
 
+mod addr;
 mod bytes;
+pub(crate) mod datagram;
 pub(crate) mod listener;
 mod protocol;
 pub(crate) mod stream;
@@ -32,5 +35,6 @@ use pyo3::prelude::*;
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::StreamTransport>()?;
     m.add_class::<listener::Listener>()?;
+    m.add_class::<datagram::DatagramTransport>()?;
     Ok(())
 }
