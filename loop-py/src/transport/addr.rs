@@ -113,10 +113,7 @@ pub(crate) fn from_python(family: i32, addr: &Bound<'_, PyAny>) -> PyResult<Opti
                 _ => 0,
             };
             Ok(Some(SockAddr::from(SocketAddrV6::new(
-                Ipv6Addr::from(ip),
-                port,
-                flowinfo,
-                scope,
+                ip, port, flowinfo, scope,
             ))))
         }
         _ => Err(PyValueError::new_err("unsupported address family")),
