@@ -24,12 +24,15 @@
 //!
 //! # In ferroloop
 //!
-//! `loop-py`'s HTTP server accepts with a [`ListenerCore`] and runs each
+//! Every asyncio transport `loop-py` hands a Python protocol is a native
+//! class over one of these cores (`loop-py/src/transport/`: sockets and
+//! pipes on [`StreamCore`], datagrams on [`DatagramCore`], asyncio's
+//! `Server` accepting on [`ListenerCore`]), and the HTTP server runs each
 //! connection on a [`LayeredStream`]: a [`StreamCore`] with the byte-stream
 //! layer seam ([`ByteLayer`], where a TLS session goes) between the socket
-//! and the protocol. The asyncio transports `loop-py` gives Python
-//! protocols are Python objects whose native fast paths make their
-//! syscalls through [`sys`], the one copy of them in the workspace.
+//! and the protocol. Reads go into the thread's one read buffer
+//! ([`read_buf`]); the raw syscalls are [`sys`], the one copy of them in
+//! the workspace.
 //!
 //! # Who closes an fd
 //!
