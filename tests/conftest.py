@@ -19,6 +19,14 @@ import pytest
 from _helpers import IMPLS, ExceptionRecorder, ServerProcess, import_impl
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "once: tests ferroloop's own code at length, not the interpreter (tens of seconds); "
+        "`cargo xtask test` runs it on the first Python version only",
+    )
+
+
 @pytest.fixture(params=IMPLS)
 def loop_impl(request):
     """The loop implementation module: ``asyncio`` or ``ferroloop``."""

@@ -372,10 +372,11 @@ pub fn test(args: &[String]) -> Result<(), String> {
         let mut pytest = cmd::new(venv.python());
         pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]);
         if python.version != pythons[0].version {
-            // Autobahn (tests/ws/test_ws_autobahn.py, minutes) tests the
-            // protocol, not the interpreter: once per run, on the first
+            // Autobahn (tests/ws/test_ws_autobahn.py, minutes) and the
+            // `once` tests (ferroloop's own code at length) test what does
+            // not depend on the interpreter: once per run, on the first
             // version.
-            pytest.args(["-m", "not autobahn"]);
+            pytest.args(["-m", "not autobahn and not once"]);
         }
         cmd::run(&mut pytest)?;
         if !quick {
