@@ -1,4 +1,5 @@
-//! The only door into a loop from other threads.
+//! The receiving side of the only way into a loop from other threads (the
+//! sending side is [`Door`](crate::door::Door)).
 //!
 //! Other threads append work to a batch and wake the loop's poller; the
 //! loop takes the whole batch in one swap ([`Injector::take_all`]), so an
@@ -57,10 +58,16 @@ impl<T> Injector<T> {
 
     /// Queue `item` for the loop and wake it. Fails once closed.
     pub fn push(&self, item: T) -> Result<(), Error> {
+        self.push_or_return(item).map_err(|_| Error::Closed)
+    }
+
+    /// [`push`](Self::push), giving the item back when the loop is closed
+    /// (see [`Door`](crate::door::Door)).
+    pub fn push_or_return(&self, item: T) -> Result<(), T> {
         {
             let mut batch = self.lock();
             if batch.closed {
-                return Err(Error::Closed);
+                return Err(item);
             }
             batch.items.push(item);
             self.queued.store(batch.items.len(), Ordering::Release);

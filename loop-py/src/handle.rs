@@ -20,7 +20,7 @@
 //! they are also kept off the collector's lists ([`untrack_while_queued`]).
 
 use crate::call_args::CallArgs;
-use crate::event_loop::Loop;
+use crate::event_loop::{Loop, NativeWork};
 use crate::gil_cell::GilCell;
 use crate::handle_tracking::is_sole_reference;
 pub use crate::handle_tracking::{release_timer, track, untrack_while_queued, visit_owned};
@@ -128,25 +128,21 @@ pub struct TimerHandle {
     cancels: Arc<AtomicUsize>,
 }
 
-/// Either kind, as the ready queue and the injector hold them.
+/// Either kind, as the ready queue and the injector hold them, or Rust
+/// work sent through the loop's door (see `event_loop::door`).
 pub enum AnyHandle {
     Plain(Py<Handle>),
     Timer(Py<TimerHandle>),
+    Native(NativeWork),
 }
 
 impl AnyHandle {
-    #[inline]
-    pub fn core(&self) -> &Core {
+    /// The handle object (none for native work).
+    pub fn bind<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyAny>> {
         match self {
-            AnyHandle::Plain(h) => &h.get().core,
-            AnyHandle::Timer(h) => &h.get().core,
-        }
-    }
-
-    pub fn bind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
-        match self {
-            AnyHandle::Plain(h) => h.bind(py).as_any(),
-            AnyHandle::Timer(h) => h.bind(py).as_any(),
+            AnyHandle::Plain(h) => Some(h.bind(py).as_any()),
+            AnyHandle::Timer(h) => Some(h.bind(py).as_any()),
+            AnyHandle::Native(_) => None,
         }
     }
 
@@ -156,6 +152,8 @@ impl AnyHandle {
         match self {
             AnyHandle::Plain(h) => visit_owned(h, &h.get().core, visit),
             AnyHandle::Timer(h) => Self::visit_timer(h, visit),
+            // Its references are out of the collector's sight while queued.
+            AnyHandle::Native(_) => Ok(()),
         }
     }
 
@@ -180,6 +178,7 @@ impl AnyHandle {
                 release_timer(timer.into_bound(py));
                 return None;
             }
+            AnyHandle::Native(_) => return None,
         };
         let obj = handle.bind(py).as_any();
         if cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(obj) {
@@ -214,8 +213,14 @@ impl AnyHandle {
         snapshot: &GilCell<Snapshot>,
         shown_after: bool,
     ) -> PyResult<()> {
-        let this = self.bind(py);
-        let core = self.core();
+        let (this, core) = match self {
+            AnyHandle::Plain(h) => (h.bind(py).as_any(), &h.get().core),
+            AnyHandle::Timer(h) => (h.bind(py).as_any(), &h.get().core),
+            AnyHandle::Native(work) => {
+                work.run(py);
+                return Ok(());
+            }
+        };
         if !shown_after && cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(this) {
             return core.run_sole(this, snapshot);
         }

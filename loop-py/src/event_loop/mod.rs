@@ -3,10 +3,12 @@
 //! [`fd_callbacks`].
 
 mod construct;
+mod door;
 mod fastcall;
 mod fd_callbacks;
 mod tick;
 
+pub(crate) use door::{LoopClosed, LoopWork, NativeWork};
 pub(crate) use fastcall::install as install_fastcall_methods;
 
 use construct::LoopKeyword;
@@ -133,6 +135,14 @@ pub struct Loop {
     /// This process is a child forked from inside a run of this loop: for
     /// asyncio no loop runs here (see [`Loop::runs_here`]).
     forked_in_run: AtomicBool,
+}
+
+/// A freed loop's door refuses from then on (work sent to it would never
+/// run); what was queued is dropped with the injector's last door.
+impl Drop for Loop {
+    fn drop(&mut self) {
+        self.injector.close();
+    }
 }
 
 /// References to drop once no loop state is borrowed: a decref can run

@@ -229,7 +229,11 @@ impl Loop {
     fn note_slow_callback(&self, py: Python<'_>, handle: &AnyHandle, start: f64) -> PyResult<()> {
         let took = clock::monotonic() - start;
         if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
-            pyapi::log_slow_callback(py)?.call1((handle.bind(py), took))?;
+            let shown = match handle.bind(py) {
+                Some(h) => h.clone(),
+                None => pyo3::types::PyString::new(py, "<native work>").into_any(),
+            };
+            pyapi::log_slow_callback(py)?.call1((shown, took))?;
         }
         Ok(())
     }
@@ -239,7 +243,7 @@ impl Loop {
 #[inline(never)]
 fn report_panic(
     slf: &Bound<'_, Loop>,
-    handle: &Bound<'_, PyAny>,
+    handle: Option<&Bound<'_, PyAny>>,
     panic: Box<dyn std::any::Any + Send>,
 ) -> PyResult<()> {
     let py = slf.py();
@@ -251,7 +255,9 @@ fn report_panic(
         "Rust panic in ferroloop while running a callback",
     )?;
     context.set_item("exception", exc.into_value(py))?;
-    context.set_item("handle", handle)?;
+    if let Some(handle) = handle {
+        context.set_item("handle", handle)?;
+    }
     slf.call_method1("call_exception_handler", (context,))?;
     Ok(())
 }
