@@ -1,6 +1,7 @@
 //! The few calls the native code makes on asyncio futures it waits on or
 //! resolves: `done()`, `result()`, `set_result()`, and the
-//! `_asyncio_future_blocking` flag a yielded future carries.
+//! `_asyncio_future_blocking` flag a yielded future carries; and making a
+//! waiter's future on whichever loop runs ([`new_future_on`]).
 //!
 //! On an exact `asyncio.Future` (what asyncio's, uvloop's and ferroloop's
 //! `create_future()` return) each goes straight to the C method (or the
@@ -8,7 +9,9 @@
 //! call does every time; any other future (a subclass, another library's)
 //! gets the ordinary method call, so an override is honoured.
 
+use crate::event_loop::Loop;
 use crate::pyapi;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -136,4 +139,38 @@ pub fn set_blocking(fut: &Bound<'_, PyAny>) -> PyResult<()> {
         return Err(PyErr::fetch(py));
     }
     Ok(())
+}
+
+/// The loop running on this thread, or asyncio's "no running event loop".
+pub fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let running = pyapi::get_running_loop(py)?.call0()?;
+    if running.is_none() {
+        return Err(PyRuntimeError::new_err("no running event loop"));
+    }
+    Ok(running)
+}
+
+/// `event_loop.create_future()`, as cheaply as the loop's class allows:
+/// ferroloop's own loop makes it natively; a loop whose class keeps the
+/// stdlib's `BaseEventLoop.create_future` (a Python frame that only calls
+/// `Future(loop=self)`) gets `Future(loop=event_loop)` directly; any other
+/// loop (uvloop, an override) is asked.
+pub fn new_future_on<'py>(event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = event_loop.py();
+    let class = event_loop.get_type();
+    if class.is(pyapi::ferroloop_loop_class(py)?) {
+        if let Ok(native) = event_loop.cast::<Loop>() {
+            return Loop::create_future(native);
+        }
+    }
+    let create_future = pyo3::intern!(py, "create_future");
+    if class
+        .getattr(create_future)?
+        .is(pyapi::stock_create_future(py)?)
+    {
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item(pyo3::intern!(py, "loop"), event_loop)?;
+        return slots(py)?.future.bind(py).call((), Some(&kwargs));
+    }
+    event_loop.call_method0(create_future)
 }

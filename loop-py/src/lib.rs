@@ -26,6 +26,7 @@ mod shared_context;
 mod sockio;
 #[cfg(feature = "test-hooks")]
 mod testing;
+mod toolkit;
 
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::TimerHandle>()?;
     asgi::register(m)?;
     queue::register(m)?;
+    toolkit::register(m)?;
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;
     m.add_function(wrap_pyfunction!(cli::config_from_env, m)?)?;

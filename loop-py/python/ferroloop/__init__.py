@@ -6,7 +6,10 @@
     ferroloop.install()                        # policy, before asyncio.run
     ferroloop.serve(app, "127.0.0.1", 8000)    # the native ASGI server
     ferroloop.Queue()                          # asyncio.Queue in Rust, any loop
+    ferroloop.EventLoopThreadPool()            # loops in threads (ferroloop.toolkit)
 """
+
+from typing import Any
 
 from ._loop import Loop, LoopStats
 from ._native import __version__
@@ -32,3 +35,32 @@ __all__ = [
     "run",
     "serve",
 ]
+
+# The toolkit's main names, here too; imported on first use so that
+# `import ferroloop` stays light.
+_TOOLKIT = (
+    "AsyncWaitGroup",
+    "CancelScope",
+    "Channel",
+    "ChannelClosedError",
+    "EventLoopThreadPool",
+    "PoolOptions",
+    "ReceiveChannel",
+    "SendChannel",
+    "TaskGroup",
+    "ThreadPoolClosedError",
+    "WouldBlock",
+    "create_pool",
+    "run_in_pool",
+    "select",
+    "select_channel",
+)
+__all__ += _TOOLKIT
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TOOLKIT:
+        from . import toolkit
+
+        return getattr(toolkit, name)
+    raise AttributeError(f"module 'ferroloop' has no attribute {name!r}")
