@@ -53,6 +53,14 @@ impl<T> Door<T> {
         self.injector.push_or_return(item).map_err(Refused)
     }
 
+    /// Queue `item` without waking the loop yet; the caller must
+    /// [`wake`](Self::wake) it soon. For a sender that holds something
+    /// the loop will need as soon as it wakes (an interpreter lock): waking
+    /// after letting go saves the loop's thread from waking only to wait.
+    pub fn send_quietly(&self, item: T) -> Result<(), Refused<T>> {
+        self.injector.push_quietly(item).map_err(Refused)
+    }
+
     /// Wake the loop without queueing anything.
     pub fn wake(&self) {
         self.injector.wake();
@@ -137,6 +145,24 @@ mod tests {
         injector.take_all(&mut left);
         assert_eq!(left, ["kept"]);
         assert!(matches!(Error::from(Refused(())), Error::Closed));
+    }
+
+    #[test]
+    fn a_quiet_send_waits_for_the_wake() {
+        let mut reactor: Reactor<()> = Reactor::new().unwrap();
+        let injector = Arc::new(Injector::new(reactor.notifier()));
+        let door = Door::new(Arc::clone(&injector));
+        door.send_quietly(1u8).unwrap();
+        let mut events = Vec::new();
+        assert!(
+            !reactor.poll(0, &mut events).unwrap().woken,
+            "woken before wake()"
+        );
+        door.wake();
+        assert!(reactor.poll(1_000, &mut events).unwrap().woken);
+        let mut got = Vec::new();
+        injector.take_all(&mut got);
+        assert_eq!(got, [1]);
     }
 
     #[test]

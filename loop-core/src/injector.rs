@@ -64,15 +64,21 @@ impl<T> Injector<T> {
     /// [`push`](Self::push), giving the item back when the loop is closed
     /// (see [`Door`](crate::door::Door)).
     pub fn push_or_return(&self, item: T) -> Result<(), T> {
-        {
-            let mut batch = self.lock();
-            if batch.closed {
-                return Err(item);
-            }
-            batch.items.push(item);
-            self.queued.store(batch.items.len(), Ordering::Release);
-        }
+        self.push_quietly(item)?;
         self.wake();
+        Ok(())
+    }
+
+    /// Queue `item` without waking the loop: the caller calls
+    /// [`wake`](Self::wake) soon (once it has let go of what the loop will
+    /// need first, see `Door::send_quietly`).
+    pub fn push_quietly(&self, item: T) -> Result<(), T> {
+        let mut batch = self.lock();
+        if batch.closed {
+            return Err(item);
+        }
+        batch.items.push(item);
+        self.queued.store(batch.items.len(), Ordering::Release);
         Ok(())
     }
 

@@ -314,3 +314,22 @@ def test_reprs_and_names():
     assert "Channel.recv" in repr(op)
     op.close()
     assert ferroloop.Channel is toolkit.Channel and ferroloop.select is toolkit.select
+
+
+def test_a_loop_that_stops_right_after_waking_a_thread_still_wakes_it():
+    """ferroloop defers waking another thread to its next poll (the woken
+    thread would only wait for the GIL until then); a loop that stops
+    before polling again must wake it on the way out."""
+    ch = toolkit.Channel()
+    got: list[object] = []
+    thread = threading.Thread(target=lambda: got.append(ch.recv_sync(timeout=10)))
+    thread.start()
+    while ch._waiting()[0] == 0:
+        threading.Event().wait(0.001)
+    loop = ferroloop.new_event_loop()
+    try:
+        loop.run_until_complete(ch.send("sent just before the loop stopped"))
+        thread.join(10)
+        assert got == ["sent just before the loop stopped"]
+    finally:
+        loop.close()

@@ -76,8 +76,16 @@ impl LoopDoor {
     }
 
     pub fn run_boxed(&self, work: Box<dyn LoopWork>) -> Result<(), LoopClosed> {
+        self.run_quietly(work)?;
+        self.wake();
+        Ok(())
+    }
+
+    /// Queue `work` without waking the loop: call [`wake`](Self::wake)
+    /// soon (see `Door::send_quietly`).
+    pub fn run_quietly(&self, work: Box<dyn LoopWork>) -> Result<(), LoopClosed> {
         self.door
-            .send(AnyHandle::Native(NativeWork::new(work)))
+            .send_quietly(AnyHandle::Native(NativeWork::new(work)))
             .map_err(|Refused(item)| match item {
                 AnyHandle::Native(work) => LoopClosed(
                     work.into_inner()
