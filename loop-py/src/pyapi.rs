@@ -47,6 +47,7 @@ cached_attr!(queue_shut_down, "ferroloop._queue", "QueueShutDown");
 cached_attr!(get_running_loop, "asyncio.events", "_get_running_loop");
 cached_attr!(ferroloop_loop_class, "ferroloop._loop", "Loop");
 cached_attr!(base_event_loop, "asyncio.base_events", "BaseEventLoop");
+cached_attr!(sys_modules, "sys", "modules");
 
 /// `BaseEventLoop.create_future`, the function stdlib loops inherit.
 pub fn stock_create_future(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {

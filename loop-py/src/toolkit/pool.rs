@@ -20,6 +20,7 @@ use super::signal::{new_counter, Counter, ZeroWait};
 use super::wait::WaitOp;
 use super::waiter::Home;
 use crate::event_loop::{Loop, LoopWork};
+use crate::future_ops::{kind_of, Kind};
 use crate::pyapi;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -106,28 +107,43 @@ impl Job {
     /// The task running the job, or None when it ended already.
     fn start<'py>(self: &Arc<Self>, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let target = self.target.bind(py);
-        let awaited = if pyapi::is_coroutine(py)?.call1((target,))?.is_truthy()? {
-            target.clone()
-        } else if target.is_callable() {
-            let mut call = vec![target.clone()];
-            call.extend(self.args.bind(py).iter());
-            let value = self.context.bind(py).call_method(
-                pyo3::intern!(py, "run"),
-                PyTuple::new(py, call)?,
-                self.kwargs.as_ref().map(|k| k.bind(py)),
-            )?;
-            let awaitable = pyapi::is_coroutine(py)?.call1((&value,))?.is_truthy()?
-                || pyapi::is_future(py)?.call1((&value,))?.is_truthy()?;
-            if !awaitable {
-                self.end(py, Outcome::Result(value.unbind()));
+        let (awaited, kind) = match kind_of(target)? {
+            Kind::Coroutine => (target.clone(), Kind::Coroutine),
+            _ if target.is_callable() => {
+                let context = self.context.bind(py);
+                let value = match &self.kwargs {
+                    None => {
+                        let args = self.args.bind(py);
+                        let mut call = Vec::with_capacity(args.len() + 1);
+                        call.push(target.clone());
+                        call.extend(args.iter());
+                        let call: Vec<&Bound<'_, PyAny>> = call.iter().collect();
+                        pyapi::vectorcall(&context.getattr(pyo3::intern!(py, "run"))?, &call)?
+                    }
+                    Some(kwargs) => {
+                        let mut call = vec![target.clone()];
+                        call.extend(self.args.bind(py).iter());
+                        context.call_method(
+                            pyo3::intern!(py, "run"),
+                            PyTuple::new(py, call)?,
+                            Some(kwargs.bind(py)),
+                        )?
+                    }
+                };
+                match kind_of(&value)? {
+                    Kind::Other => {
+                        self.end(py, Outcome::Result(value.unbind()));
+                        return Ok(None);
+                    }
+                    kind => (value, kind),
+                }
+            }
+            _ => {
+                self.end(py, Outcome::Result(target.clone().unbind()));
                 return Ok(None);
             }
-            value
-        } else {
-            self.end(py, Outcome::Result(target.clone().unbind()));
-            return Ok(None);
         };
-        if pyapi::is_future(py)?.call1((&awaited,))?.is_truthy()? {
+        if kind == Kind::Future {
             return Ok(Some(awaited));
         }
         let context = self.context.bind(py);
@@ -386,14 +402,15 @@ impl PoolCore {
         cancel_scope: Option<&Bound<'py, PyAny>>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if pyapi::is_future(py)?.call1((target,))?.is_truthy()? {
+        let kind = kind_of(target)?;
+        if kind == Kind::Future {
             return Err(PyTypeError::new_err(
                 "submit() target cannot be an asyncio.Future (futures are thread-bound). \
                  Pass a coroutine function, callable, or coroutine instead.",
             ));
         }
         let has_args = !args.is_empty() || kwargs.is_some_and(|k| !k.is_empty());
-        if has_args && pyapi::is_coroutine(py)?.call1((target,))?.is_truthy()? {
+        if has_args && kind == Kind::Coroutine {
             return Err(PyTypeError::new_err(
                 "Cannot pass positional or keyword arguments when target is already a coroutine object",
             ));

@@ -18,7 +18,7 @@ mod state;
 use crate::pyapi;
 use crate::toolkit::wait::{wait_blocking, WaitOp};
 use crate::toolkit::waiter::wake_all;
-use ops::{ChanOp, ChannelWait, Kind, Mode};
+use ops::{ChanOp, ChannelWait, Kind, Mode, Ops};
 use pyo3::exceptions::PyValueError;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
@@ -63,11 +63,11 @@ impl ChannelCore {
         what: &'static str,
     ) -> ChannelWait {
         ChannelWait {
-            ops: vec![ChanOp {
+            ops: Ops::One(ChanOp {
                 chan: Arc::clone(&slf.get().shared),
                 kind,
                 label: None,
-            }],
+            }),
             mode: Mode::Single,
             default: None,
             iterating,
@@ -353,7 +353,7 @@ pub fn select<'py>(
         });
     }
     Ok(WaitOp::new(ChannelWait {
-        ops: chan_ops,
+        ops: Ops::Many(chan_ops),
         mode: Mode::Select,
         default,
         iterating: false,
@@ -396,7 +396,7 @@ pub fn _select_recv(
         ));
     }
     Ok(WaitOp::new(ChannelWait {
-        ops,
+        ops: Ops::Many(ops),
         mode: Mode::SelectChannel,
         default,
         iterating: false,

@@ -64,8 +64,15 @@ pub enum Mode {
     SelectChannel,
 }
 
+/// A wait's operations: usually one (`send`, `recv`), kept without a
+/// separate allocation.
+pub enum Ops {
+    One(ChanOp),
+    Many(Vec<ChanOp>),
+}
+
 pub struct ChannelWait {
-    pub ops: Vec<ChanOp>,
+    pub ops: Ops,
     pub mode: Mode,
     /// `select(..., default=x)`: x when nothing is ready.
     pub default: Option<Py<PyAny>>,
@@ -107,12 +114,19 @@ enum Probe {
 }
 
 impl ChannelWait {
+    fn ops(&self) -> &[ChanOp] {
+        match &self.ops {
+            Ops::One(op) => std::slice::from_ref(op),
+            Ops::Many(ops) => ops,
+        }
+    }
+
     fn result(&self, py: Python<'_>, op: usize, value: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
         let value = value.unwrap_or_else(|| py.None());
         if self.mode == Mode::Single {
             return Ok(value);
         }
-        let label = match &self.ops[op].label {
+        let label = match &self.ops()[op].label {
             Some(label) => label.clone_ref(py),
             None => py.None(),
         };
@@ -121,7 +135,7 @@ impl ChannelWait {
 
     /// Try op `k`; register `waiter` for it when it cannot complete.
     fn probe(&self, k: usize, waiter: Option<&Arc<Waiter>>, woken: &mut Woken) -> Probe {
-        let op = &self.ops[k];
+        let op = &self.ops()[k];
         let mut st = op.chan.lock();
         // Completing needs the waiter withdrawn from wherever it registered.
         let claim_self = || match waiter.map(|w| w.withdraw()) {
@@ -183,7 +197,7 @@ impl ChannelWait {
     /// Drop `waiter`'s entries on every channel of ops `ks`.
     fn forget(&self, waiter: &Arc<Waiter>, ks: impl Iterator<Item = usize>) {
         for k in ks {
-            self.ops[k].chan.lock().forget(waiter);
+            self.ops()[k].chan.lock().forget(waiter);
         }
     }
 }
@@ -194,20 +208,24 @@ impl WaitBody for ChannelWait {
     }
 
     fn attempt(&self, py: Python<'_>, waiter: Option<&Arc<Waiter>>) -> PyResult<Attempt> {
-        let order = if self.ops.len() == 1 {
-            vec![0]
-        } else {
-            shuffled(self.ops.len())
+        let shuffled_order;
+        let order: &[usize] = match self.ops().len() {
+            1 => &[0],
+            n => {
+                shuffled_order = shuffled(n);
+                &shuffled_order
+            }
         };
         let mut registered: Vec<usize> = Vec::new();
         let mut woken = Woken::new();
         let mut skipped = 0;
-        for &k in &order {
+        for &k in order {
             let probe = self.probe(k, waiter, &mut woken);
             wake_all(py, std::mem::take(&mut woken));
             match probe {
+                // One op has nothing to withdraw from when it completes.
                 Probe::Wait => {
-                    if waiter.is_some() {
+                    if waiter.is_some() && order.len() > 1 {
                         registered.push(k);
                     }
                 }
@@ -230,7 +248,7 @@ impl WaitBody for ChannelWait {
                 Probe::GrantedElsewhere(j) => return Ok(Attempt::Granted(j)),
             }
         }
-        if skipped == self.ops.len() {
+        if skipped == self.ops().len() {
             // select_channel over channels that are all closed and drained.
             return Err(super::closed_error(py)?);
         }
@@ -243,10 +261,10 @@ impl WaitBody for ChannelWait {
 
     fn finish(&self, py: Python<'_>, waiter: &Arc<Waiter>, op: u32) -> PyResult<Py<PyAny>> {
         let k = op as usize;
-        if self.ops.len() > 1 {
-            self.forget(waiter, (0..self.ops.len()).filter(|&i| i != k));
+        if self.ops().len() > 1 {
+            self.forget(waiter, (0..self.ops().len()).filter(|&i| i != k));
         }
-        let chan_op = &self.ops[k];
+        let chan_op = &self.ops()[k];
         let mut woken = Woken::new();
         let outcome = {
             let mut st = chan_op.chan.lock();
@@ -275,9 +293,9 @@ impl WaitBody for ChannelWait {
     }
 
     fn leave(&self, py: Python<'_>, waiter: &Arc<Waiter>, granted: Option<u32>) {
-        self.forget(waiter, 0..self.ops.len());
+        self.forget(waiter, 0..self.ops().len());
         if let Some(k) = granted {
-            let chan_op = &self.ops[k as usize];
+            let chan_op = &self.ops()[k as usize];
             let mut woken = Woken::new();
             {
                 let mut st = chan_op.chan.lock();
@@ -295,7 +313,7 @@ impl WaitBody for ChannelWait {
     }
 
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        for op in &self.ops {
+        for op in self.ops() {
             visit.call(&op.label)?;
             if let Kind::Send(item) = &op.kind {
                 if let Ok(item) = item.try_lock() {
