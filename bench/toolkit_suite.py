@@ -5,17 +5,16 @@ all its threads, implementations interleaved by `rounds`."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import rounds
+import sched_suite
 from benchenv import BenchEnv
 from toolkit_workloads import DISTS, IMPLS, WORKLOADS
 
 WORKER = Path(__file__).with_name("toolkit_worker.py")
-WORKER_TIMEOUT_S = 120
 # ferroloop's implementations: their failure is ours to fix (and the floor).
 FERROLOOP_IMPLS = ("ferroloop", "ferroloop.Queue", "select_channel")
 CORE = (*FERROLOOP_IMPLS, "floor")
@@ -52,25 +51,6 @@ def sized(workload: str, divisor: int) -> int:
     return max(1, WORKLOADS[workload].n // divisor)
 
 
-def measure(env: BenchEnv, impl: str, workload: str, n: int, cpu: int) -> dict:
-    """Run one worker; always returns a record with a status, never raises."""
-    cmd = [str(env.python), str(WORKER), impl, workload, str(n), "--cpu", str(cpu)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"status": "error", "error": f"worker timed out after {WORKER_TIMEOUT_S} s"}
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
-        how = (
-            f"worker killed by {signal.Signals(-proc.returncode).name}"
-            if proc.returncode < 0
-            else f"worker exited {proc.returncode} without a result"
-        )
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-        return {"status": "error", "error": f"{how}: {tail}" if tail else how}
-
-
 def run(
     env: BenchEnv,
     impls: list[str],
@@ -84,7 +64,7 @@ def run(
 
     def one(impl: str, workload: str) -> dict:
         n = sized(workload, divisor)
-        return {"n": n} | measure(env, impl, workload, n, cpu)
+        return {"n": n} | sched_suite.measure(env, impl, workload, n, cpu, worker=WORKER)
 
     def takes_part(impl: str, workload: str) -> bool:
         return impl in WORKLOADS[workload].impls

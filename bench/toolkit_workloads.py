@@ -76,6 +76,8 @@ def _queues(impl: str, maxsize: int = 0):
 
         q = janus.Queue(maxsize)
         return q.async_q.put, q.async_q.get, q.sync_q.put, q.sync_q.get, q
+    if impl != "culsans":
+        raise ValueError(f"no two-sided queue for {impl!r}")
     import culsans
 
     q = culsans.Queue(maxsize)
@@ -93,19 +95,31 @@ def thread_pingpong(impl: str, n: int) -> float:
     return _run(main)
 
 
+async def _round_trips(n: int, ask) -> float:
+    """`await ask(i)` must give i + 1, for i in range(n); the seconds taken."""
+    start = time.perf_counter()
+    for i in range(n):
+        reply = await ask(i)
+        if reply != i + 1:
+            raise VerificationError(f"round trip {i} answered {reply}")
+    return time.perf_counter() - start
+
+
+def _asker(put, get):
+    async def ask(i: int):
+        await put(i)
+        return await get()
+
+    return ask
+
+
 async def _pingpong(put, get, sync_get, sync_put, n: int) -> float:
     def echo() -> None:
         for _ in range(n):
             sync_put(sync_get() + 1)
 
     thread = _thread(echo)
-    start = time.perf_counter()
-    for i in range(n):
-        await put(i)
-        reply = await get()
-        if reply != i + 1:
-            raise VerificationError(f"round trip {i} answered {reply}")
-    elapsed = time.perf_counter() - start
+    elapsed = await _round_trips(n, _asker(put, get))
     thread.join(10)
     return elapsed
 
@@ -160,13 +174,7 @@ def loop_pingpong(impl: str, n: int) -> float:
 
         other, thread = _loop_in_thread(new_loop)
         done = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(echo(), other))
-        start = time.perf_counter()
-        for i in range(n):
-            await put(i)
-            reply = await get()
-            if reply != i + 1:
-                raise VerificationError(f"round trip {i} answered {reply}")
-        elapsed = time.perf_counter() - start
+        elapsed = await _round_trips(n, _asker(put, get))
         await done
         _stop(other, thread)
         return elapsed
@@ -184,12 +192,9 @@ def _rcts_round_trips(factory, n: int) -> float:
 
     async def main() -> float:
         other, thread = _loop_in_thread(factory)
-        start = time.perf_counter()
-        for i in range(n):
-            reply = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_answer(i), other))
-            if reply != i + 1:
-                raise VerificationError(f"round trip {i} answered {reply}")
-        elapsed = time.perf_counter() - start
+        elapsed = await _round_trips(
+            n, lambda i: asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_answer(i), other))
+        )
         _stop(other, thread)
         return elapsed
 
@@ -208,12 +213,7 @@ def submit_round_trip(impl: str, n: int) -> float:
 
         async with EventLoopThreadPool(num_threads=1) as pool:
             submit = pool.submit
-            start = time.perf_counter()
-            for i in range(n):
-                reply = await submit(_answer, i)
-                if reply != i + 1:
-                    raise VerificationError(f"round trip {i} answered {reply}")
-            return time.perf_counter() - start
+            return await _round_trips(n, lambda i: submit(_answer, i))
 
     return _run(main)
 

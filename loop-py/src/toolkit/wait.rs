@@ -194,38 +194,14 @@ impl NativeAwaitable for WaitOp {
     fn advance(slf: &Bound<'_, Self>) -> PyResult<Step> {
         slf.get().step(slf.py())
     }
+
+    fn withdraw(slf: &Bound<'_, Self>) -> PyResult<()> {
+        slf.get().withdraw(slf.py());
+        Ok(())
+    }
 }
 
-#[pymethods]
-impl WaitOp {
-    fn __await__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    fn __next__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        slf.get().step(slf.py())?.into_next()
-    }
-
-    fn send(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let _ = value;
-        slf.get().step(slf.py())?.into_next()
-    }
-
-    #[pyo3(signature = (typ, val=None, tb=None))]
-    fn throw(
-        slf: &Bound<'_, Self>,
-        typ: &Bound<'_, PyAny>,
-        val: Option<&Bound<'_, PyAny>>,
-        tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        slf.get().withdraw(slf.py());
-        Err(awaitable::thrown(typ, val, tb)?)
-    }
-
-    fn close(slf: &Bound<'_, Self>) {
-        slf.get().withdraw(slf.py());
-    }
-
+awaitable::native_awaitable_pymethods!(WaitOp {
     #[getter]
     fn __qualname__(&self) -> &'static str {
         self.body.what()
@@ -249,7 +225,7 @@ impl WaitOp {
         }
         Ok(())
     }
-}
+});
 
 /// Give `WaitOp` its `am_send` slot (module init).
 pub fn install(py: Python<'_>) {

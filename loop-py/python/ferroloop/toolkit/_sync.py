@@ -107,7 +107,28 @@ class Lock:
         self.release()
 
 
-class Semaphore(_native.PermitsCore):
+class _Permits(_native.PermitsCore):
+    """What Semaphore and CapacityLimiter share: FIFO permits, native."""
+
+    def acquire(self) -> Any:
+        """Take a permit, waiting in line for one (awaitable)."""
+        return self._acquire()
+
+    def try_acquire(self) -> bool:
+        return self._try_acquire()
+
+    def release(self) -> None:
+        self._release()
+
+    async def __aenter__(self) -> Any:
+        await self._acquire()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._release()
+
+
+class Semaphore(_Permits):
     """A counting semaphore for tasks on any loops, FIFO; ``max_value``
     permits, released at most as often as acquired (else ValueError)."""
 
@@ -131,25 +152,8 @@ class Semaphore(_native.PermitsCore):
     def max_value(self) -> int:
         return self._max_value
 
-    def acquire(self) -> Any:
-        """Take a permit, waiting in line for one (awaitable)."""
-        return self._acquire()
 
-    def try_acquire(self) -> bool:
-        return self._try_acquire()
-
-    def release(self) -> None:
-        self._release()
-
-    async def __aenter__(self) -> Semaphore:
-        await self._acquire()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._release()
-
-
-class CapacityLimiter(_native.PermitsCore):
+class CapacityLimiter(_Permits):
     """A limit of ``int(total_tokens)`` concurrent borrowers across loops;
     ``total_tokens`` can be changed at any time (waiters get new tokens at
     once)."""
@@ -198,23 +202,6 @@ class CapacityLimiter(_native.PermitsCore):
         """``(total_tokens, available_tokens, borrowed_tokens)``, read together."""
         total, held = self._snapshot()
         return (total, total - held, float(held))
-
-    def acquire(self) -> Any:
-        """Borrow a token, waiting in line for one (awaitable)."""
-        return self._acquire()
-
-    def try_acquire(self) -> bool:
-        return self._try_acquire()
-
-    def release(self) -> None:
-        self._release()
-
-    async def __aenter__(self) -> CapacityLimiter:
-        await self._acquire()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self._release()
 
 
 class Condition:
