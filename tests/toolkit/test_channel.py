@@ -314,6 +314,10 @@ def test_reprs_and_names():
     assert "Channel.recv" in repr(op)
     op.close()
     assert ferroloop.Channel is toolkit.Channel and ferroloop.select is toolkit.select
+    # Every toolkit name through the top level too (`import ferroloop as multiloop`).
+    assert all(getattr(ferroloop, name) is getattr(toolkit, name) for name in toolkit.__all__ if name != "__version__")
+    with pytest.raises(AttributeError):
+        ferroloop.no_such_name
 
 
 def test_a_loop_that_stops_right_after_waking_a_thread_still_wakes_it():

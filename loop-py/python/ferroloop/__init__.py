@@ -59,8 +59,12 @@ __all__ += _TOOLKIT
 
 
 def __getattr__(name: str) -> Any:
-    if name in _TOOLKIT:
-        from . import toolkit
+    # The main names are listed above; the rest of the toolkit is reachable
+    # here too, so `import ferroloop as multiloop` finds every name.
+    if not name.startswith("_") and name != "toolkit":
+        import importlib
 
-        return getattr(toolkit, name)
+        toolkit = importlib.import_module("ferroloop.toolkit")
+        if name in toolkit.__all__:
+            return getattr(toolkit, name)
     raise AttributeError(f"module 'ferroloop' has no attribute {name!r}")
