@@ -93,7 +93,11 @@ impl Venv {
 
 /// The default venv (`.venv`), created and provisioned if missing.
 pub fn ensure() -> Result<Venv, String> {
-    provision(cmd::root().join(".venv"), &pythons::default_interpreter(), &BASE)
+    provision(
+        cmd::root().join(".venv"),
+        &pythons::default_interpreter(),
+        &BASE,
+    )
 }
 
 /// The demo's venv (`.venv-demo`): a user's, with the shipped build and the
