@@ -9,6 +9,7 @@
     python bench/bench.py tls   [COMMON] [--client XTASK] [--contenders a,b,...] [--workloads a,b,...]
                                 [--client XTASK]
     python bench/bench.py workers [COMMON] [--contenders a,b,...]
+    python bench/bench.py toolkit [COMMON] [--contenders a,b,...] [--workloads a,b,...]
     python bench/bench.py all   [COMMON] [--client XTASK] [--plaintext BIN]
     python bench/bench.py compare OLD.json NEW.json [--threshold 0.10]
 
@@ -20,7 +21,7 @@ built it (the code before a change), interleaved with the others, and the
 report's paired ratios ferroloop/ferroloop-base.
 
 A suite writes SUITE-<timestamp>.json/.md and SUITE-latest.json/.md to --out
-and prints the markdown; `all` runs sched, echo, http, ws, tls and workers in turn.  Exit
+and prints the markdown; `all` runs sched, echo, http, ws, tls, workers and toolkit in turn.  Exit
 status: 0 when our contenders (asyncio and ferroloop; for http ferroloop and
 rust-plaintext; for ws and workers ferroloop) measured and verified everything; 1 when one failed or could
 not be loaded (a peer's failure is only reported); 2 for bad usage.  Timings
@@ -55,6 +56,8 @@ import sched_suite
 import tls_report
 import tls_servers
 import tls_suite
+import toolkit_report
+import toolkit_suite
 import ws_report
 import ws_servers
 import workers_suite
@@ -65,14 +68,16 @@ from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
 from summary import SUBJECT, summarize_echo, summarize_http, summarize_sched, summarize_ws
 from tls_workloads import WORKLOADS as TLS_WORKLOADS
+from toolkit_workloads import IMPLS as TOOLKIT_IMPLS
+from toolkit_workloads import WORKLOADS as TOOLKIT_WORKLOADS
 from ws_workloads import WORKLOADS as WS_WORKLOADS
 
 REPO = Path(__file__).resolve().parent.parent
-SUITES = ("sched", "echo", "http", "ws", "tls", "workers")
-DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3, "ws": 3, "tls": 3, "workers": 3}
-QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1, "ws": 1, "tls": 1, "workers": 1}
+SUITES = ("sched", "echo", "http", "ws", "tls", "workers", "toolkit")
+DEFAULT_ROUNDS = {"sched": 5, "echo": 5, "http": 3, "ws": 3, "tls": 3, "workers": 3, "toolkit": 5}
+QUICK_ROUNDS = {"sched": 3, "echo": 2, "http": 1, "ws": 1, "tls": 1, "workers": 1, "toolkit": 1}
 # `all --quick`: fewer rounds still, so the four suites take about 3 minutes.
-ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1, "ws": 1, "tls": 1, "workers": 1}
+ALL_QUICK_ROUNDS = {"sched": 2, "echo": 1, "http": 1, "ws": 1, "tls": 1, "workers": 1, "toolkit": 1}
 QUICK_DIVISOR = 4
 
 
@@ -489,12 +494,44 @@ def run_workers(args: argparse.Namespace) -> int:
     )
 
 
+def run_toolkit(args: argparse.Namespace) -> int:
+    """The toolkit suite (toolkit_workloads.py): the toolkit's channels,
+    select and pool against janus, culsans and run_coroutine_threadsafe."""
+    if args.baseline_wheel is not None:
+        print("error: the toolkit suite takes no --baseline-wheel", file=sys.stderr)
+        return 2
+    contenders = _prepare(
+        args,
+        known={i: None for i in TOOLKIT_IMPLS},
+        dists=toolkit_suite.dists,
+        probe=toolkit_suite.probe,
+        core=toolkit_suite.CORE,
+    )
+    if contenders is None:
+        return 1
+    workloads = args.workloads or list(TOOLKIT_WORKLOADS)
+    rounds = _rounds(args, "toolkit")
+    divisor = QUICK_DIVISOR if args.quick else 1
+    cpu = cpus.measured_cpu()
+    started = time.time()
+    method = {"rounds": rounds, "quick": args.quick, "n_divisor": divisor, "cpu": cpu}
+    result = _result("toolkit", started, args, contenders, method)
+    records = toolkit_suite.run(
+        contenders.env, contenders.runnable, workloads, rounds, divisor, cpu, progress.sched
+    )
+    summary = toolkit_report.summarize(records, contenders.runnable, workloads)
+    _complete(result, started, records, summary)
+    return _finish(
+        "toolkit", started, args, result, toolkit_report.markdown(result), core=toolkit_suite.CORE
+    )
+
+
 def run_all(args: argparse.Namespace) -> int:
     """sched, echo, http and ws in turn, each as its own command would run
     it (all contenders and workloads); 1 when any of them returned 1."""
     status = 0
     suites = (("sched", run_sched), ("echo", run_echo), ("http", run_http), ("ws", run_ws),
-              ("tls", run_tls), ("workers", run_workers))
+              ("tls", run_tls), ("workers", run_workers), ("toolkit", run_toolkit))
     for suite, run in suites:
         print(f"== {suite}", file=sys.stderr, flush=True)
         suite_args = argparse.Namespace(**vars(args))
@@ -694,10 +731,25 @@ def main() -> int:
     )
     workers.set_defaults(func=run_workers)
 
+    toolkit = sub.add_parser(
+        "toolkit", parents=[common], help="the toolkit's channels, select and pool vs janus, culsans"
+    )
+    toolkit.add_argument(
+        "--contenders",
+        type=lambda s: _names(s, {i: None for i in TOOLKIT_IMPLS}, "implementation"),
+        help=f"comma-separated, default all: {','.join(TOOLKIT_IMPLS)}",
+    )
+    toolkit.add_argument(
+        "--workloads",
+        type=lambda s: _names(s, TOOLKIT_WORKLOADS, "workload"),
+        help=f"comma-separated, default all: {','.join(TOOLKIT_WORKLOADS)}",
+    )
+    toolkit.set_defaults(func=run_toolkit)
+
     every = sub.add_parser(
         "all",
         parents=[common, client, plaintext],
-        help="sched, echo, http, ws, tls and workers in turn",
+        help="sched, echo, http, ws, tls, workers and toolkit in turn",
     )
     every.set_defaults(func=run_all)
 

@@ -25,9 +25,11 @@ def sized(workload: str, divisor: int) -> int:
     return max(1, WORKLOADS[workload].n // divisor)
 
 
-def measure(env: BenchEnv, contender: str, workload: str, n: int, cpu: int) -> dict:
-    """Run one worker; always returns a record with a status, never raises."""
-    cmd = [str(env.python), str(WORKER), contender, workload, str(n), "--cpu", str(cpu)]
+def measure(env: BenchEnv, contender: str, workload: str, n: int, cpu: int, worker: Path = WORKER) -> dict:
+    """Run one worker (`worker CONTENDER WORKLOAD N --cpu CPU`, printing one
+    JSON record: the toolkit suite's too); always returns a record with a
+    status, never raises."""
+    cmd = [str(env.python), str(worker), contender, workload, str(n), "--cpu", str(cpu)]
     try:
         proc = subprocess.run(
             cmd,

@@ -5,7 +5,8 @@
 //! [`Async`] (fd readiness) suspend them on the reactor's timers and poller.
 //! Tasks are `async-task` tasks whose schedule function is `Send + Sync`:
 //! a wake-up on the runtime's own thread pushes to its local ready queue,
-//! one from any other thread goes through the injector and wakes the poller.
+//! one from any other thread goes through the runtime's door
+//! ([`crate::door`]) and wakes the poller.
 //!
 //! ```no_run
 //! use loop_core::executor::Runtime;
@@ -20,6 +21,7 @@
 //! assert_eq!(answer, 42);
 //! ```
 
+use crate::door::Door;
 use crate::injector::Injector;
 use crate::poller::Interest;
 use crate::reactor::{Reactor, Ready};
@@ -92,7 +94,7 @@ pub struct Handle {
 /// Wakes `block_on`'s main future from any thread.
 struct MainWaker {
     woken: AtomicBool,
-    injector: Arc<Injector<Runnable>>,
+    door: Door<Runnable>,
 }
 
 impl Wake for MainWaker {
@@ -101,7 +103,7 @@ impl Wake for MainWaker {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         self.woken.store(true, Ordering::Release);
-        self.injector.wake();
+        self.door.wake();
     }
 }
 
@@ -143,7 +145,7 @@ impl Runtime {
         let _guard = EnterGuard(previous);
         let main = Arc::new(MainWaker {
             woken: AtomicBool::new(true),
-            injector: Arc::clone(&self.inner.injector),
+            door: Door::new(Arc::clone(&self.inner.injector)),
         });
         let waker = Waker::from(Arc::clone(&main));
         let mut cx = Context::from_waker(&waker);
@@ -268,7 +270,7 @@ impl Handle {
         F: Future + 'static,
         F::Output: 'static,
     {
-        let injector = Arc::clone(&self.inner.injector);
+        let door = Door::new(Arc::clone(&self.inner.injector));
         let owner = self.inner.owner;
         let id = self.inner.id;
         let schedule = move |runnable: Runnable| {
@@ -281,9 +283,9 @@ impl Handle {
                 });
             }
             if let Some(runnable) = runnable {
-                // A closed injector means the runtime is gone: dropping the
+                // A closed door means the runtime is gone: dropping the
                 // runnable cancels the task, which is what its owner expects.
-                let _ = injector.push(runnable);
+                let _ = door.send(runnable);
             }
         };
         let (runnable, task) = async_task::spawn_local(future, schedule);

@@ -1,4 +1,5 @@
-//! The only door into a loop from other threads.
+//! The receiving side of the only way into a loop from other threads (the
+//! sending side is [`Door`](crate::door::Door)).
 //!
 //! Other threads append work to a batch and wake the loop's poller; the
 //! loop takes the whole batch in one swap ([`Injector::take_all`]), so an
@@ -57,15 +58,27 @@ impl<T> Injector<T> {
 
     /// Queue `item` for the loop and wake it. Fails once closed.
     pub fn push(&self, item: T) -> Result<(), Error> {
-        {
-            let mut batch = self.lock();
-            if batch.closed {
-                return Err(Error::Closed);
-            }
-            batch.items.push(item);
-            self.queued.store(batch.items.len(), Ordering::Release);
-        }
+        self.push_or_return(item).map_err(|_| Error::Closed)
+    }
+
+    /// [`push`](Self::push), giving the item back when the loop is closed
+    /// (see [`Door`](crate::door::Door)).
+    pub fn push_or_return(&self, item: T) -> Result<(), T> {
+        self.push_quietly(item)?;
         self.wake();
+        Ok(())
+    }
+
+    /// Queue `item` without waking the loop: the caller calls
+    /// [`wake`](Self::wake) soon (once it has let go of what the loop will
+    /// need first, see `Door::send_quietly`).
+    pub fn push_quietly(&self, item: T) -> Result<(), T> {
+        let mut batch = self.lock();
+        if batch.closed {
+            return Err(item);
+        }
+        batch.items.push(item);
+        self.queued.store(batch.items.len(), Ordering::Release);
         Ok(())
     }
 

@@ -9,7 +9,8 @@
 //!   readiness reported for an earlier owner of an fd number is dropped;
 //! * [`timers`]: a deadline heap with lazy cancellation;
 //! * [`ready`]: the FIFO of callbacks ready to run, consumed a tick at a time;
-//! * [`injector`]: the only door into a loop from other threads;
+//! * [`injector`] and [`door`]: the only way into a loop from other threads
+//!   (the loop drains its injector; any thread holds a `Send + Sync` door);
 //! * [`stats`]: the always-on counters behind `loop.stats()`;
 //! * [`executor`]: a small single-threaded `async-task` runtime on top of the
 //!   above for Rust embedders.
@@ -19,6 +20,7 @@
 #![cfg(unix)]
 
 pub mod clock;
+pub mod door;
 pub mod error;
 pub mod executor;
 pub mod injector;

@@ -43,7 +43,59 @@ pub trait NativeAwaitable: PyClass {
 
     /// One step, as `send(None)` would take it.
     fn advance(slf: &Bound<'_, Self>) -> PyResult<Step>;
+
+    /// Stop waiting (thrown into or closed): leave whatever it waits in.
+    fn withdraw(slf: &Bound<'_, Self>) -> PyResult<()>;
 }
+
+/// The coroutine protocol of a [`NativeAwaitable`] (`__await__`,
+/// `__next__`, `send`, `throw`, `close`) in a `#[pymethods]` block, with
+/// the type's own methods after it.
+macro_rules! native_awaitable_pymethods {
+    ($ty:ty { $($own:tt)* }) => {
+        #[pyo3::pymethods]
+        impl $ty {
+            fn __await__(slf: pyo3::Bound<'_, Self>) -> pyo3::Bound<'_, Self> {
+                slf
+            }
+
+            /// `next()`; `await` and task steps use the `am_send` slot.
+            fn __next__(slf: &pyo3::Bound<'_, Self>) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+                <Self as $crate::awaitable::NativeAwaitable>::advance(slf)?.into_next()
+            }
+
+            /// Drivers send None; like a coroutine awaiting a future, the
+            /// value is not used.
+            fn send(
+                slf: &pyo3::Bound<'_, Self>,
+                value: &pyo3::Bound<'_, pyo3::PyAny>,
+            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+                let _ = value;
+                <Self as $crate::awaitable::NativeAwaitable>::advance(slf)?.into_next()
+            }
+
+            #[pyo3(signature = (typ, val=None, tb=None))]
+            fn throw(
+                slf: &pyo3::Bound<'_, Self>,
+                typ: &pyo3::Bound<'_, pyo3::PyAny>,
+                val: Option<&pyo3::Bound<'_, pyo3::PyAny>>,
+                tb: Option<&pyo3::Bound<'_, pyo3::PyAny>>,
+            ) -> pyo3::PyResult<pyo3::Py<pyo3::PyAny>> {
+                // Withdrawn first: a bad exception argument must not leave
+                // the waiter registered (a later wake-up would go to nobody).
+                <Self as $crate::awaitable::NativeAwaitable>::withdraw(slf)?;
+                Err($crate::awaitable::thrown(typ, val, tb)?)
+            }
+
+            fn close(slf: &pyo3::Bound<'_, Self>) -> pyo3::PyResult<()> {
+                <Self as $crate::awaitable::NativeAwaitable>::withdraw(slf)
+            }
+
+            $($own)*
+        }
+    };
+}
+pub(crate) use native_awaitable_pymethods;
 
 /// The exception `throw(typ, val, tb)` raises, normalized as a generator's
 /// `throw` does (an instance, or a class called with `val`).

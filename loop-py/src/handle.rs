@@ -20,7 +20,7 @@
 //! they are also kept off the collector's lists ([`untrack_while_queued`]).
 
 use crate::call_args::CallArgs;
-use crate::event_loop::{IoPort, Loop};
+use crate::event_loop::{IoPort, Loop, NativeWork};
 use crate::gil_cell::GilCell;
 use crate::handle_tracking::is_sole_reference;
 pub use crate::handle_tracking::{release_timer, track, untrack_while_queued, visit_owned};
@@ -128,20 +128,24 @@ pub struct TimerHandle {
     cancels: Arc<AtomicUsize>,
 }
 
-/// Either kind, as the ready queue and the injector hold them, and a
-/// native owner's readiness ([`IoPort`]: queued by the tick only).
+/// Either kind, as the ready queue and the injector hold them, a native
+/// owner's readiness ([`IoPort`]: queued by the tick only), or Rust work
+/// sent through the loop's door (see `event_loop::door`).
 pub enum AnyHandle {
     Plain(Py<Handle>),
     Timer(Py<TimerHandle>),
     Io(Py<IoPort>),
+    Native(NativeWork),
 }
 
 impl AnyHandle {
-    pub fn bind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
+    /// The handle object (none for native work).
+    pub fn bind<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyAny>> {
         match self {
-            AnyHandle::Plain(h) => h.bind(py).as_any(),
-            AnyHandle::Timer(h) => h.bind(py).as_any(),
-            AnyHandle::Io(port) => port.bind(py).as_any(),
+            AnyHandle::Plain(h) => Some(h.bind(py).as_any()),
+            AnyHandle::Timer(h) => Some(h.bind(py).as_any()),
+            AnyHandle::Io(port) => Some(port.bind(py).as_any()),
+            AnyHandle::Native(_) => None,
         }
     }
 
@@ -152,6 +156,8 @@ impl AnyHandle {
             AnyHandle::Plain(h) => visit_owned(h, &h.get().core, visit),
             AnyHandle::Timer(h) => Self::visit_timer(h, visit),
             AnyHandle::Io(port) => visit.call(port),
+            // Its references are out of the collector's sight while queued.
+            AnyHandle::Native(_) => Ok(()),
         }
     }
 
@@ -180,6 +186,7 @@ impl AnyHandle {
                 drop(port.into_bound(py));
                 return None;
             }
+            AnyHandle::Native(_) => return None,
         };
         let obj = handle.bind(py).as_any();
         if cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(obj) {
@@ -219,6 +226,10 @@ impl AnyHandle {
             AnyHandle::Plain(h) => (h.bind(py).as_any(), &h.get().core),
             AnyHandle::Timer(h) => (h.bind(py).as_any(), &h.get().core),
             AnyHandle::Io(port) => return IoPort::run(port.bind(py), event_loop),
+            AnyHandle::Native(work) => {
+                work.run(py);
+                return Ok(());
+            }
         };
         if !shown_after && cfg!(not(Py_GIL_DISABLED)) && is_sole_reference(this) {
             return core.run_sole(this, snapshot);

@@ -25,6 +25,7 @@ mod queue;
 mod shared_context;
 #[cfg(feature = "test-hooks")]
 mod testing;
+mod toolkit;
 mod transport;
 
 #[pymodule(gil_used = true)]
@@ -37,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     asgi::register(m)?;
     transport::register(m)?;
     queue::register(m)?;
+    toolkit::register(m)?;
     m.add_function(wrap_pyfunction!(cli::parse_cli, m)?)?;
     m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;
     m.add_function(wrap_pyfunction!(cli::config_from_env, m)?)?;

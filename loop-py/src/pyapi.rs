@@ -32,6 +32,8 @@ cached_attr!(handle_repr, "ferroloop._format", "handle_repr");
 cached_attr!(extract_stack, "ferroloop._format", "extract_stack");
 cached_attr!(log_slow_callback, "ferroloop._format", "log_slow_callback");
 cached_attr!(is_coroutine, "asyncio", "iscoroutine");
+cached_attr!(is_future, "asyncio", "isfuture");
+cached_attr!(abstract_event_loop, "asyncio", "AbstractEventLoop");
 cached_attr!(is_coroutine_function, "asyncio", "iscoroutinefunction");
 cached_attr!(cancelled_error, "asyncio", "CancelledError");
 cached_attr!(invalid_state_error, "asyncio", "InvalidStateError");
@@ -46,6 +48,40 @@ cached_attr!(queue_full, "asyncio", "QueueFull");
 cached_attr!(queue_shut_down, "ferroloop._queue", "QueueShutDown");
 cached_attr!(get_running_loop, "asyncio.events", "_get_running_loop");
 cached_attr!(ferroloop_loop_class, "ferroloop._loop", "Loop");
+cached_attr!(base_event_loop, "asyncio.base_events", "BaseEventLoop");
+cached_attr!(sys_modules, "sys", "modules");
+
+/// `BaseEventLoop.create_future`, the function stdlib loops inherit.
+pub fn stock_create_future(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static CELL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    CELL.get_or_try_init(py, || {
+        Ok::<_, PyErr>(base_event_loop(py)?.getattr("create_future")?.unbind())
+    })
+    .map(|obj| obj.bind(py))
+}
+// The toolkit's exceptions (multiloop's names).
+cached_attr!(
+    toolkit_timeout_error,
+    "ferroloop.toolkit.exceptions",
+    "TimeoutError"
+);
+cached_attr!(
+    toolkit_channel_closed,
+    "ferroloop.toolkit.exceptions",
+    "ChannelClosedError"
+);
+cached_attr!(
+    toolkit_would_block,
+    "ferroloop.toolkit.exceptions",
+    "WouldBlock"
+);
+cached_attr!(
+    toolkit_pool_closed,
+    "ferroloop.toolkit.exceptions",
+    "ThreadPoolClosedError"
+);
+cached_attr!(toolkit_within, "ferroloop.toolkit._timeouts", "within");
+cached_attr!(toolkit_in_scope, "ferroloop.toolkit.pool", "_run_in_scope");
 cached_attr!(heappush, "heapq", "heappush");
 cached_attr!(heappop, "heapq", "heappop");
 cached_attr!(generic_alias, "types", "GenericAlias");

@@ -160,7 +160,16 @@ def test_a_plain_response_whose_client_left_before_it_was_sent(ferroloop_cmd, tm
     child, port, metrics_port = serve(ferroloop_cmd, tmp_path, "starlette_app")
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-    assert wait_for(lambda: metrics(metrics_port)["ferroloop_client_disconnects_total"] == 1)
+
+    def counted() -> bool:
+        try:
+            return metrics(metrics_port)["ferroloop_client_disconnects_total"] == 1
+        except httpx.ConnectError:
+            # The server must still be there: say how it ended if not.
+            assert child.proc.poll() is None, (child.proc.returncode, child.output())
+            raise
+
+    assert wait_for(counted)
     assert metrics(metrics_port)["ferroloop_app_exceptions_total"] == 0
     assert_quiet(child.output())
 

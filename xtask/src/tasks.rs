@@ -289,7 +289,7 @@ fn build_plaintext_server(profile: &str) -> Result<Option<PathBuf>, String> {
 
 /// The suites `bench` knows; without one it runs `all` of them.
 const BENCH_SUITES: &[&str] = &[
-    "sched", "echo", "http", "ws", "tls", "workers", "all", "compare",
+    "sched", "echo", "http", "ws", "tls", "workers", "toolkit", "all", "compare",
 ];
 
 pub fn bench(args: &[String]) -> Result<(), String> {

@@ -691,6 +691,16 @@ pub static SETTINGS: &[Setting] = &[
     .expected("expected an integer of at least 0, or auto")
     .py_type("int | str", "int"),
     Setting::new(
+        "loops",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(1),
+        "Event loops per process, each in its own thread, serving the same listeners (each \
+         runs the app's lifespan). Their Python code takes turns under the GIL: see \
+         docs/toolkit.md.",
+    )
+    .cli("--loops")
+    .expected("expected an integer of at least 1"),
+    Setting::new(
         "preload",
         Kind::Bool,
         Lit::Bool(false),

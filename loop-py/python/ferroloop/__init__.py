@@ -6,7 +6,10 @@
     ferroloop.install()                        # policy, before asyncio.run
     ferroloop.serve(app, "127.0.0.1", 8000)    # the native ASGI server
     ferroloop.Queue()                          # asyncio.Queue in Rust, any loop
+    ferroloop.EventLoopThreadPool()            # loops in threads (ferroloop.toolkit)
 """
+
+from typing import Any
 
 from ._loop import Loop, LoopStats
 from ._native import __version__
@@ -32,3 +35,36 @@ __all__ = [
     "run",
     "serve",
 ]
+
+# The toolkit's main names, here too; imported on first use so that
+# `import ferroloop` stays light.
+_TOOLKIT = (
+    "AsyncWaitGroup",
+    "CancelScope",
+    "Channel",
+    "ChannelClosedError",
+    "EventLoopThreadPool",
+    "PoolOptions",
+    "ReceiveChannel",
+    "SendChannel",
+    "TaskGroup",
+    "ThreadPoolClosedError",
+    "WouldBlock",
+    "create_pool",
+    "run_in_pool",
+    "select",
+    "select_channel",
+)
+__all__ += _TOOLKIT
+
+
+def __getattr__(name: str) -> Any:
+    # The main names are listed above; the rest of the toolkit is reachable
+    # here too, so `import ferroloop as multiloop` finds every name.
+    if not name.startswith("_") and name != "toolkit":
+        import importlib
+
+        toolkit = importlib.import_module("ferroloop.toolkit")
+        if name in toolkit.__all__:
+            return getattr(toolkit, name)
+    raise AttributeError(f"module 'ferroloop' has no attribute {name!r}")

@@ -3,10 +3,13 @@
 //! [`fd_callbacks`].
 
 mod construct;
+mod door;
 mod fastcall;
 mod fd_callbacks;
 mod io_port;
 mod tick;
+
+pub(crate) use door::{LoopClosed, LoopWork, NativeWork};
 
 pub(crate) use fastcall::install as install_fastcall_methods;
 pub(crate) use io_port::{IoPort, Readiness};
@@ -94,7 +97,14 @@ struct State {
     stats: LoopStats,
     /// Storage for the batches taken from the injector (kept for reuse).
     injected: Vec<AnyHandle>,
+    /// Wake-ups of other threads, deferred to the loop's next poll (see
+    /// [`Loop::wake_when_idle`]).
+    deferred_wakes: Vec<DeferredWake>,
 }
+
+/// A wake-up of another thread (unparking it, or waking its loop's poll):
+/// GIL-free Rust, run with the interpreter detached.
+pub(crate) type DeferredWake = Box<dyn FnOnce() + Send>;
 
 /// Work a component defers to the end of the current tick, after every
 /// callback that was ready has run: the HTTP server writes the responses
@@ -135,6 +145,14 @@ pub struct Loop {
     /// This process is a child forked from inside a run of this loop: for
     /// asyncio no loop runs here (see [`Loop::runs_here`]).
     forked_in_run: AtomicBool,
+}
+
+/// A freed loop's door refuses from then on (work sent to it would never
+/// run); what was queued is dropped with the injector's last door.
+impl Drop for Loop {
+    fn drop(&mut self) {
+        self.injector.close();
+    }
 }
 
 /// References to drop once no loop state is borrowed: a decref can run
@@ -239,6 +257,25 @@ impl Loop {
                 }
                 plain => ready.push(plain),
             }
+        }
+    }
+
+    /// Wake another thread when this loop next lets go of the interpreter
+    /// (its next poll), not now. Called on the loop's own thread, from a
+    /// callback: the thread woken now would only wait for the GIL this
+    /// loop holds until then, costing two more context switches per
+    /// cross-thread round trip. Refused (`wake` comes back) off the loop's
+    /// thread or while it is not running: the caller wakes at once.
+    pub(crate) fn wake_when_idle(&self, wake: DeferredWake) -> Result<(), DeferredWake> {
+        if self.state.owner() != current_thread() {
+            return Err(wake);
+        }
+        match self.state.try_borrow_mut() {
+            Ok(mut st) => {
+                st.deferred_wakes.push(wake);
+                Ok(())
+            }
+            Err(_) => Err(wake),
         }
     }
 
@@ -449,6 +486,7 @@ impl Loop {
                 tick_end: Vec::new(),
                 stats: LoopStats::new(),
                 injected: Vec::new(),
+                deferred_wakes: Vec::new(),
             }),
             injector,
             closed: AtomicBool::new(false),

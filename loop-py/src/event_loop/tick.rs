@@ -61,24 +61,33 @@ impl Loop {
             blocking = timeout != 0;
             let mut events = std::mem::take(&mut st.events);
             events.clear();
+            let wakes = std::mem::take(&mut st.deferred_wakes);
             let reactor = &mut st.reactor;
             let waited = if blocking {
                 // Only a poll that can block is worth releasing the GIL for
                 // (or timing: the only clock reads `loop.stats()` adds).
                 let start = deadline_read.unwrap_or_else(clock::monotonic);
-                let waited = py.detach(|| reactor.poll(timeout, &mut events));
+                let waited = py.detach(|| {
+                    // Woken with the GIL free: they can run at once.
+                    run_wakes(wakes);
+                    reactor.poll(timeout, &mut events)
+                });
                 let end = clock::monotonic();
                 st.stats.note_blocking_poll(end - start);
                 slept_long = end - start >= HandlePool::IDLE_SECONDS;
                 after_poll = Some(end);
                 waited
-            } else if reactor.is_empty() {
-                // Nothing to poll and nothing to wait for: skip the syscall.
-                // Threadsafe callbacks are taken from the injector below.
-                Ok(loop_core::poller::Wait::default())
             } else {
-                st.stats.note_poll();
-                reactor.poll(0, &mut events)
+                run_wakes(wakes);
+                if reactor.is_empty() {
+                    // Nothing to poll and nothing to wait for: skip the
+                    // syscall. Threadsafe callbacks are taken from the
+                    // injector below.
+                    Ok(loop_core::poller::Wait::default())
+                } else {
+                    st.stats.note_poll();
+                    reactor.poll(0, &mut events)
+                }
             };
             match waited {
                 Ok(wait) if wait.woken => self.injector.acknowledge_wake(),
@@ -241,7 +250,11 @@ impl Loop {
     fn note_slow_callback(&self, py: Python<'_>, handle: &AnyHandle, start: f64) -> PyResult<()> {
         let took = clock::monotonic() - start;
         if took >= f64::from_bits(self.slow_callback.load(Ordering::Relaxed)) {
-            pyapi::log_slow_callback(py)?.call1((handle.bind(py), took))?;
+            let shown = match handle.bind(py) {
+                Some(h) => h.clone(),
+                None => pyo3::types::PyString::new(py, "<native work>").into_any(),
+            };
+            pyapi::log_slow_callback(py)?.call1((shown, took))?;
         }
         Ok(())
     }
@@ -251,7 +264,7 @@ impl Loop {
 #[inline(never)]
 fn report_panic(
     slf: &Bound<'_, Loop>,
-    handle: &Bound<'_, PyAny>,
+    handle: Option<&Bound<'_, PyAny>>,
     panic: Box<dyn std::any::Any + Send>,
 ) -> PyResult<()> {
     let py = slf.py();
@@ -263,7 +276,9 @@ fn report_panic(
         "Rust panic in ferroloop while running a callback",
     )?;
     context.set_item("exception", exc.into_value(py))?;
-    context.set_item("handle", handle)?;
+    if let Some(handle) = handle {
+        context.set_item("handle", handle)?;
+    }
     slf.call_method1("call_exception_handler", (context,))?;
     Ok(())
 }
@@ -279,10 +294,19 @@ pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 /// Gives the loop up when `_run` returns or raises.
 pub(super) struct RunGuard<'a>(pub(super) &'a Loop);
 
+/// Run deferred wake-ups (see `Loop::wake_when_idle`).
+fn run_wakes(wakes: Vec<super::DeferredWake>) {
+    for wake in wakes {
+        wake();
+    }
+}
+
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
         if let Ok(mut st) = self.0.state.try_borrow_mut() {
             st.stats.run_ended(clock::monotonic());
+            // The loop stops: nobody may wait for its next poll.
+            run_wakes(std::mem::take(&mut st.deferred_wakes));
         }
         self.0.stopping.store(false, Ordering::Release);
         self.0.state.release();

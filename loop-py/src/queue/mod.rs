@@ -23,6 +23,7 @@ mod op;
 mod waiters;
 
 use crate::event_loop::Loop;
+use crate::future_ops::{self, FutureMaker};
 use crate::gil_cell::GilCell;
 use crate::pyapi;
 use items::{Items, Kind};
@@ -44,6 +45,8 @@ struct Counters {
     shutdown: bool,
     /// The loop waiters were created on (asyncio's `_loop`).
     bound: Option<Py<PyAny>>,
+    /// How to make futures on `bound` (found once, at binding).
+    maker: Option<FutureMaker>,
 }
 
 /// The native half of `ferroloop.Queue`.
@@ -101,28 +104,39 @@ impl QueueCore {
     fn new_waiter<'py>(slf: &Bound<'py, Self>, bind: bool) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         if let Some(running) = slf.get().bound_loop_running_here(py) {
-            return Self::future_on(&running);
+            return future_ops::new_future_on(&running);
         }
         let running = pyapi::get_running_loop(py)?.call0()?;
         if running.is_none() {
             return Err(PyRuntimeError::new_err("no running event loop"));
         }
-        if bind {
-            let other = slf.get().counters(py, |c| match &c.bound {
-                Some(l) => !l.bind(py).is(&running),
-                None => {
-                    c.bound = Some(running.clone().unbind());
-                    false
-                }
-            });
-            if other {
-                return Err(PyRuntimeError::new_err(format!(
-                    "{} is bound to a different event loop",
-                    Self::__repr__(slf)?
-                )));
-            }
+        if !bind {
+            return future_ops::new_future_on(&running);
         }
-        Self::future_on(&running)
+        // The bound loop's future maker, or None when it is another loop
+        // (Err) or none yet (Ok(None)).
+        let known = slf.get().counters(py, |c| match &c.bound {
+            Some(l) if l.bind(py).is(&running) => Ok(c.maker.as_ref().map(|m| m.clone_ref(py))),
+            Some(_) => Err(()),
+            None => Ok(None),
+        });
+        match known {
+            Ok(Some(maker)) => maker.make(py),
+            Ok(None) => {
+                let maker = FutureMaker::for_loop(&running)?;
+                let future = maker.make(py)?;
+                let old = slf.get().counters(py, |c| {
+                    c.bound = Some(running.clone().unbind());
+                    c.maker.replace(maker)
+                });
+                drop(old);
+                Ok(future)
+            }
+            Err(()) => Err(PyRuntimeError::new_err(format!(
+                "{} is bound to a different event loop",
+                Self::__repr__(slf)?
+            ))),
+        }
     }
 
     /// The loop this queue is bound to, when that is a ferroloop loop the
@@ -133,19 +147,6 @@ impl QueueCore {
         let bound = bound?.into_bound(py);
         let runs_here = bound.cast::<Loop>().is_ok_and(|l| l.get().runs_here());
         runs_here.then_some(bound)
-    }
-
-    /// `running.create_future()`.
-    fn future_on<'py>(running: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let py = running.py();
-        // ferroloop's own loop class: its native create_future, without the
-        // method lookup (a subclass may override it, so only the exact class).
-        if running.get_type().is(pyapi::ferroloop_loop_class(py)?) {
-            if let Ok(native) = running.cast::<Loop>() {
-                return Loop::create_future(native);
-            }
-        }
-        running.call_method0(pyo3::intern!(py, "create_future"))
     }
 }
 
@@ -177,6 +178,7 @@ impl QueueCore {
                 unfinished: 0,
                 shutdown: false,
                 bound: None,
+                maker: None,
             }),
         }
     }
@@ -384,7 +386,11 @@ impl QueueCore {
         let visited = unsafe {
             self.counters.with_in_gc(|c| {
                 visit.call(&c.maxsize)?;
-                visit.call(&c.bound)
+                visit.call(&c.bound)?;
+                match &c.maker {
+                    Some(maker) => maker.traverse(&visit),
+                    None => Ok(()),
+                }
             })
         };
         #[cfg(Py_GIL_DISABLED)]
@@ -396,7 +402,10 @@ impl QueueCore {
         self.items.clear();
         self.waiters.clear();
         // SAFETY: called from `__clear__`; the loop drops after the closure.
-        let bound = unsafe { self.counters.with_in_gc(|c| c.bound.take()) };
+        let bound = unsafe {
+            self.counters
+                .with_in_gc(|c| (c.bound.take(), c.maker.take()))
+        };
         drop(bound);
     }
 }

@@ -217,43 +217,13 @@ impl NativeAwaitable for QueueOp {
     fn advance(slf: &Bound<'_, Self>) -> PyResult<Step> {
         Self::step(slf)
     }
-}
 
-#[pymethods]
-impl QueueOp {
-    fn __await__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
-        slf
-    }
-
-    /// `next()`; `await` and task steps use the `am_send` slot.
-    fn __next__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        Self::step(slf)?.into_next()
-    }
-
-    /// Drivers send None; like a coroutine awaiting a future, the value
-    /// is not used.
-    fn send(slf: &Bound<'_, Self>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let _ = value;
-        Self::step(slf)?.into_next()
-    }
-
-    #[pyo3(signature = (typ, val=None, tb=None))]
-    fn throw(
-        slf: &Bound<'_, Self>,
-        typ: &Bound<'_, PyAny>,
-        val: Option<&Bound<'_, PyAny>>,
-        tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        // Withdrawn first: a bad exception argument must not leave the
-        // waiter's future queued (a later put would wake it, not a live getter).
-        slf.get().withdraw(slf.py())?;
-        Err(awaitable::thrown(typ, val, tb)?)
-    }
-
-    fn close(slf: &Bound<'_, Self>) -> PyResult<()> {
+    fn withdraw(slf: &Bound<'_, Self>) -> PyResult<()> {
         slf.get().withdraw(slf.py())
     }
+}
 
+awaitable::native_awaitable_pymethods!(QueueOp {
     /// What a task's repr shows for its coroutine (`Queue.get`).
     #[getter]
     fn __qualname__(&self) -> String {
@@ -288,7 +258,7 @@ impl QueueOp {
         let held = unsafe { self.state.with_in_gc(|s| (s.item.take(), s.waiter.take())) };
         drop(held);
     }
-}
+});
 
 /// Give `QueueOp` its `am_send` slot (module init).
 pub(super) fn install(py: Python<'_>) {

@@ -84,6 +84,7 @@ class Config:
     ssl_sni: dict[str, tuple[str, str]]
     http2: bool
     workers: int
+    loops: int
     preload: bool
     workers_lifetime: float | None
     workers_max_rss: int | None
@@ -159,6 +160,7 @@ class Config:
         ssl_sni: Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]] | list[str] | None = None,
         http2: bool = False,
         workers: int | str = "1",
+        loops: int = 1,
         preload: bool = False,
         workers_lifetime: float | None = None,
         workers_max_rss: int | None = None,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypedDict
 from .. import _native
 from ._config import Config
 from ._lifespan import Lifespan
+from ._loops import ExtraLoops, add_up
 
 if TYPE_CHECKING:
     from ._metrics import MetricsServer
@@ -89,6 +90,8 @@ class Server:
         self._is_worker = False
         self._handover = False
         self._pid_file: str | None = None
+        self._extra_loops: ExtraLoops | None = None  # `loops` above 1
+        self._extra_loop = False  # one of another Server's extra loops
 
     @property
     def should_exit(self) -> bool:
@@ -137,6 +140,9 @@ class Server:
         if self._native is None:
             return {}
         stats: ServerStats = self._native.stats()
+        if self._extra_loops is not None:
+            for more in self._extra_loops.stats():
+                add_up(stats, more)  # type: ignore[arg-type]
         return stats
 
     def retire(self) -> None:
@@ -200,9 +206,12 @@ class Server:
             # Sockets handed in are the caller's and may be served by other
             # processes too (the supervisor's and gunicorn's workers): shared
             # listeners take small accept batches so a burst spreads.
-            shared = sockets is not None
+            shared = sockets is not None or config.loops > 1
             for sock in self.sockets:
                 self._native.listen(sock.fileno(), sock.family in (socket.AF_INET, socket.AF_INET6), shared)
+            if config.loops > 1 and not self._extra_loop:
+                self._extra_loops = ExtraLoops(self, config.loops - 1)
+                await self._extra_loops.start(self.sockets)
             self.started = True
             if config.metrics_port is not None and not self._is_worker:
                 # its own listener, on this loop: worker "0" (a supervisor serves it for its workers)
@@ -228,6 +237,10 @@ class Server:
                 # native server before its listening fds are closed.
                 self._native.stop_accepting()
                 self._native.close_all()
+            if self._extra_loops is not None:
+                self._extra_loops.force_exit()
+                await self._extra_loops.stop_and_join(handover=False)
+                self._extra_loops = None
             self._close_sockets()
             if self._pid_file is not None:
                 remove_pid_file(self._pid_file)
@@ -289,6 +302,8 @@ class Server:
     async def _shutdown(self) -> None:
         native = self._native
         logger.info("Shutting down")
+        if self._extra_loops is not None:
+            self._extra_loops.stop(self._handover)
         native.stop_accepting()
         self._close_sockets()
         native.drain(keep_idle=self._handover)
@@ -309,6 +324,11 @@ class Server:
         if native.task_count:
             why = "on force quit" if self.force_exit else "after the graceful shutdown period"
             logger.warning("%d application task(s) still running %s", native.task_count, why)
+        if self._extra_loops is not None:
+            if self.force_exit:
+                self._extra_loops.force_exit()
+            await self._extra_loops.join()
+            self._extra_loops = None
 
     def _close_sockets(self) -> None:
         for sock in self._owned_sockets:

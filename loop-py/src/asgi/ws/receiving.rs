@@ -158,6 +158,10 @@ impl NativeAwaitable for Receiving {
     fn advance(slf: &Bound<'_, Self>) -> PyResult<Step> {
         Self::step(slf)
     }
+
+    fn withdraw(slf: &Bound<'_, Self>) -> PyResult<()> {
+        Receiving::withdraw(slf)
+    }
 }
 
 #[pymethods]
