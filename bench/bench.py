@@ -63,6 +63,9 @@ import ws_servers
 import workers_suite
 import ws_suite
 from contenders import BASE, CONTENDERS, CORE
+from echo_workloads import CONNS as ECHO_CONNS
+from echo_workloads import IDLE_CONNS as ECHO_IDLE_CONNS
+from echo_workloads import MANY_CONNS as ECHO_MANY_CONNS
 from echo_workloads import WORKLOADS as ECHO_WORKLOADS
 from http_workloads import WORKLOADS as HTTP_WORKLOADS
 from sched_workloads import WORKLOADS as SCHED_WORKLOADS
@@ -303,6 +306,7 @@ def run_echo(args: argparse.Namespace) -> int:
     timing = echo_suite.Timing(
         warmup_s=echo_suite.WARMUP_S,
         duration_s=echo_suite.QUICK_DURATION_S if args.quick else echo_suite.DURATION_S,
+        idle_conns=echo_suite.QUICK_IDLE_CONNS if args.quick else ECHO_IDLE_CONNS,
     )
     placement = echo_suite.Placement(server_cpu=cpus.measured_cpu(), client_cpu=cpus.load_cpu())
 
@@ -312,7 +316,11 @@ def run_echo(args: argparse.Namespace) -> int:
         "quick": args.quick,
         "warmup_s": timing.warmup_s,
         "duration_s": timing.duration_s,
-        "conns": timing.conns,
+        "conns": ECHO_CONNS,
+        "many_conns": ECHO_MANY_CONNS,
+        "idle_conns": timing.idle_conns,
+        "idle_warmup_conns": echo_suite.IDLE_WARMUP_CONNS,
+        "settled_allocator_bytes": echo_suite.ALLOCATOR_SETTLING_BYTES,
         "server_cpu": placement.server_cpu,
         "client_cpu": placement.client_cpu,
         "client": str(args.client),
@@ -579,7 +587,8 @@ def _common_options() -> argparse.ArgumentParser:
         "--quick",
         action="store_true",
         help=f"sched: {QUICK_ROUNDS['sched']} rounds, n / {QUICK_DIVISOR}; "
-        f"echo: {QUICK_ROUNDS['echo']} rounds, {echo_suite.QUICK_DURATION_S:g} s measured; "
+        f"echo: {QUICK_ROUNDS['echo']} rounds, {echo_suite.QUICK_DURATION_S:g} s measured, "
+        f"{echo_suite.QUICK_IDLE_CONNS:,} idle connections; "
         f"http: {QUICK_ROUNDS['http']} round, {http_suite.QUICK_WARMUP_S} s warm-up, "
         f"{http_suite.QUICK_DURATION_S} s measured; ws: {QUICK_ROUNDS['ws']} round, "
         f"{ws_suite.QUICK_DURATION_S:g} s measured; all: "

@@ -2,25 +2,37 @@
 
 One measurement: a fresh server process (`echo_server.py`) on the loop under
 test, pinned to the measured CPU; the Rust load generator (`xtask
-echo-client`, the same binary for every contender) pinned to the load CPU,
-with 10 connections each keeping one message in flight.  The client announces
-the edges of its measured window on stdout; the server's CPU time is read from
-/proc at those two moments, its peak RSS once the client is done.  Contenders
-are interleaved by `rounds`.
+echo-client`, the same binary for every contender) pinned to the load CPU.
+
+**Echo** workloads: 10 (or 1,000) connections each keeping one message in
+flight.  The client announces the edges of its measured window on stdout; the
+server's CPU time is read from /proc at those two moments, its peak RSS once
+the client is done.
+
+**Idle** workloads: after a warm-up client (10 connections, one echo each),
+the server's RSS (VmRSS) is read; then the client opens 10,000 connections
+(1,000 with --quick), each echoes one 1 KiB message and stays open and silent
+for the measured window, at whose end the RSS is read again.  The figure is
+the difference divided by the connections.
+
+Both processes get the hard limit of open files as their soft limit.
+Contenders are interleaved by `rounds`.
 
 Verification: the client compares every echo byte for byte with what it sent
 and checks that nothing follows the last echo; the server counts what it
-received, which must equal what the client sent, over as many connections as
-the client opened.  A server that does not close a connection after the
-client's half-close is noted (`unclosed`), not failed: its echoes were right.
-A server that imported the wrong build of its loop (`benchenv`'s
-`check_origin`, e.g. ferroloop-base not from the baseline wheel) is an error.
+received, which must equal what the client (both clients, for idle) sent, over
+as many connections as were opened.  A server that does not close a
+connection after the client's half-close is noted (`unclosed`), not failed:
+its echoes were right.  A server that imported the wrong build of its loop
+(`benchenv`'s `check_origin`, e.g. ferroloop-base not from the baseline wheel)
+is an error.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import select
 import signal
 import subprocess
@@ -34,28 +46,38 @@ import cpus
 import procstat
 import rounds
 from benchenv import BenchEnv
-from echo_workloads import WORKLOADS, EchoWorkload
+from echo_server import ALLOCATOR_SETTLING_BYTES
+from echo_workloads import IDLE_CONNS, WORKLOADS, EchoWorkload
 
 SERVER = Path(__file__).with_name("echo_server.py")
 REPO = Path(__file__).resolve().parent.parent
 
-CONNECTIONS = 10
 WARMUP_S = 1.0
 DURATION_S = 3.0
 QUICK_DURATION_S = 1.0
+# Idle connections under --quick (IDLE_CONNS otherwise).
+QUICK_IDLE_CONNS = 1000
+# The idle workloads' warm-up client: connections, each echoing one message.
+IDLE_WARMUP_CONNS = 10
 
 # How long a step may take beyond its nominal time before the measurement is
-# declared hung.  The client gives up on a silent server after 10 s itself.
+# declared hung.  The client gives up on a silent server after 10 s itself
+# (and on its close after 1 s plus 1 s per 1,000 connections).
 STARTUP_TIMEOUT_S = 20.0
 CLIENT_SLACK_S = 20.0
 SHUTDOWN_TIMEOUT_S = 10.0
+# Opening the idle connections and echoing once on each.
+IDLE_OPEN_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
 class Timing:
     warmup_s: float
     duration_s: float
-    conns: int = CONNECTIONS
+    idle_conns: int = IDLE_CONNS
+
+    def conns(self, workload: EchoWorkload) -> int:
+        return self.idle_conns if workload.idle else workload.conns
 
 
 @dataclass(frozen=True)
@@ -140,46 +162,184 @@ def last_words(server_err) -> dict:
     return {"server_stderr_tail": tail} if tail else {}
 
 
-def client_command(client: Path, port: int, workload: EchoWorkload, timing: Timing) -> list[str]:
-    return [
-        str(client),
-        "echo-client",
-        "--addr",
-        f"127.0.0.1:{port}",
-        "--conns",
-        str(timing.conns),
-        "--size",
-        str(workload.size),
-        "--warmup",
-        str(timing.warmup_s),
-        "--duration",
-        str(timing.duration_s),
-    ]
+def client_command(
+    client: Path, port: int, size: int, conns: int, warmup_s: float, duration_s: float,
+    messages: int = 0,
+) -> list[str]:
+    argv = [str(client), "echo-client", "--addr", f"127.0.0.1:{port}", "--conns", str(conns),
+            "--size", str(size), "--warmup", f"{warmup_s:g}", "--duration", f"{duration_s:g}"]  # fmt: skip
+    return argv + (["--messages", str(messages)] if messages else [])
 
 
-def verify(result: dict, final: dict, timing: Timing) -> None:
-    """What the client and server said against each other and the spec."""
+def open_files_preexec(cpu: int):
+    """A preexec_fn: pin to `cpu` and raise the soft limit of open files to
+    the hard one (10,000 idle connections need more than the usual 1,024)."""
+    pin = cpus.pin_to(cpu)
+
+    def preexec() -> None:
+        pin()
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+    return preexec
+
+
+def check_client(result: dict, conns: int) -> None:
+    """What the client found: every connection's echoes right."""
     if result["errors"]:
         status = "failed verification" if result["mismatches"] else "error"
         raise Failed(
             status,
-            f"{result['errors']} of {timing.conns} connections failed: "
+            f"{result['errors']} of {conns} connections failed: "
             + "; ".join(result["error_messages"]),
         )
+
+
+def check_server(final: dict, conns: int, bytes_sent: int) -> None:
+    """What the server counted against what the client(s) did."""
     if final["status"] != "ok":
         raise Failed("error", "loop exception handler: " + "; ".join(final["loop_errors"]))
-    if final["connections"] != timing.conns:
+    if final["connections"] != conns:
         raise Failed(
             "failed verification",
-            f"server saw {final['connections']} connections, the client opened {timing.conns}",
+            f"server saw {final['connections']} connections, the client opened {conns}",
         )
-    if final["bytes"] != result["bytes_sent"]:
+    if final["bytes"] != bytes_sent:
         raise Failed(
             "failed verification",
-            f"server received {final['bytes']:,} bytes, the client sent {result['bytes_sent']:,}",
+            f"server received {final['bytes']:,} bytes, the client sent {bytes_sent:,}",
         )
+
+
+@dataclass
+class Run:
+    """A measurement's moving parts."""
+
+    server: subprocess.Popen
+    port: int
+    client: Path
+    workload: EchoWorkload
+    timing: Timing
+    placement: Placement
+    client_err: object
+
+    def start_client(self, conns: int, warmup_s: float, duration_s: float, messages: int = 0):
+        argv = client_command(
+            self.client, self.port, self.workload.size, conns, warmup_s, duration_s, messages
+        )
+        return subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=self.client_err,
+            bufsize=0,
+            preexec_fn=open_files_preexec(self.placement.client_cpu),
+        )
+
+
+def _reap(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _echo(run: Run) -> tuple[dict, int, int]:
+    """The measured echo run: figures, connections opened, bytes sent."""
+    conns = run.workload.conns
+    load = run.start_client(conns, run.timing.warmup_s, run.timing.duration_s)
+    try:
+        events = JsonLines(load, "client", run.client_err)
+        # Opening 1,000 connections takes part of the warm-up, or more.
+        events.expect("measure_start", run.timing.warmup_s + CLIENT_SLACK_S)
+        server_cpu0, client_cpu0 = (
+            procstat.cpu_seconds(run.server.pid),
+            procstat.cpu_seconds(load.pid),
+        )
+        events.expect("measure_end", run.timing.duration_s + CLIENT_SLACK_S)
+        server_cpu1, client_cpu1 = (
+            procstat.cpu_seconds(run.server.pid),
+            procstat.cpu_seconds(load.pid),
+        )
+        result = events.expect("result", CLIENT_SLACK_S)
+        load.wait(timeout=SHUTDOWN_TIMEOUT_S)
+    finally:
+        _reap(load)
+    check_client(result, conns)
     if not result["messages"]:
         raise Failed("error", "no message echoed in the measured window")
+    server_cpu_s = server_cpu1 - server_cpu0
+    if server_cpu_s <= 0:
+        raise Failed("error", "no server CPU time in the measured window")
+    seconds = result["seconds"]
+    figures = {
+        "messages": result["messages"],
+        "seconds": seconds,
+        "msgs_per_s": result["messages"] / seconds,
+        "mib_per_s": result["bytes"] / seconds / 2**20,
+        "msgs_per_cpu_s": result["messages"] / server_cpu_s,
+        "server_cpu_s": server_cpu_s,
+        "client_cpu_s": client_cpu1 - client_cpu0,
+        # connections the server left open after the client's half-close
+        "unclosed": result["unclosed"],
+    }
+    return figures, conns, result["bytes_sent"]
+
+
+def _client_run(run: Run, conns: int, duration_s: float) -> dict:
+    """A client run to its end, each connection echoing one message (the
+    idle workloads' warm-up)."""
+    load = run.start_client(conns, 0, duration_s, messages=1)
+    try:
+        events = JsonLines(load, "warm-up client", run.client_err)
+        for event in ("measure_start", "measure_end", "result"):
+            result = events.expect(event, duration_s + CLIENT_SLACK_S)
+        load.wait(timeout=SHUTDOWN_TIMEOUT_S)
+    finally:
+        _reap(load)
+    check_client(result, conns)
+    return result
+
+
+def _idle(run: Run) -> tuple[dict, int, int]:
+    """Warm up, read RSS, open the idle connections (one echo each), read it
+    again at the end of the measured window: figures, connections, bytes."""
+    warm = _client_run(run, IDLE_WARMUP_CONNS, 0.05)
+    before = procstat.rss_kib(run.server.pid)
+    conns = run.timing.conns(run.workload)
+    launched = time.monotonic()
+    load = run.start_client(conns, 0, run.timing.duration_s, messages=1)
+    try:
+        events = JsonLines(load, "client", run.client_err)
+        events.expect("measure_start", IDLE_OPEN_TIMEOUT_S)
+        open_s = time.monotonic() - launched
+        server_cpu0, at_start = procstat.cpu_seconds(run.server.pid), procstat.rss_kib(
+            run.server.pid
+        )
+        events.expect("measure_end", run.timing.duration_s + CLIENT_SLACK_S)
+        server_cpu1, at_end = procstat.cpu_seconds(run.server.pid), procstat.rss_kib(
+            run.server.pid
+        )
+        result = events.expect("result", CLIENT_SLACK_S + conns / 1000)
+        load.wait(timeout=SHUTDOWN_TIMEOUT_S)
+    finally:
+        _reap(load)
+    check_client(result, conns)
+    if result["total_messages"] != conns:
+        raise Failed(
+            "failed verification",
+            f"{result['total_messages']} echoes verified, one per connection is {conns}",
+        )
+    figures = {
+        "idle_kib_per_conn": (at_end - before) / conns,
+        "rss_before_mib": before / 1024,
+        "rss_idle_start_mib": at_start / 1024,
+        "rss_open_mib": at_end / 1024,
+        "open_s": open_s,
+        "seconds": result["seconds"],
+        # server CPU while every connection was idle
+        "idle_server_cpu_s": server_cpu1 - server_cpu0,
+        "unclosed": result["unclosed"],
+    }
+    return figures, IDLE_WARMUP_CONNS + conns, warm["bytes_sent"] + result["bytes_sent"]
 
 
 def measure(
@@ -191,7 +351,7 @@ def measure(
     placement: Placement,
 ) -> dict:
     """One measurement; always returns a record with a status, never raises."""
-    server = load = None
+    server = None
     with tempfile.TemporaryFile() as server_err, tempfile.TemporaryFile() as client_err:
         try:
             # stderr goes to files: a chatty loop must not block on a full pipe.
@@ -202,73 +362,32 @@ def measure(
                 stdout=subprocess.PIPE,
                 stderr=server_err,
                 bufsize=0,
-                preexec_fn=cpus.pin_to(placement.server_cpu),
+                preexec_fn=open_files_preexec(placement.server_cpu),
             )
             server_out = JsonLines(server, "server", server_err)
             listening = server_out.next("port", STARTUP_TIMEOUT_S)
             wrong = env.check_origin(contender, listening.get("module_file"))
             if wrong is not None:
                 raise Failed("error", f"wrong build: {wrong}")
-            port = listening["port"]
-
-            load = subprocess.Popen(
-                client_command(client, port, workload, timing),
-                stdout=subprocess.PIPE,
-                stderr=client_err,
-                bufsize=0,
-                preexec_fn=cpus.pin_to(placement.client_cpu),
-            )
-            events = JsonLines(load, "client", client_err)
-            events.expect("measure_start", timing.warmup_s + CLIENT_SLACK_S)
-            server_cpu0, client_cpu0 = (
-                procstat.cpu_seconds(server.pid),
-                procstat.cpu_seconds(load.pid),
-            )
-            events.expect("measure_end", timing.duration_s + CLIENT_SLACK_S)
-            server_cpu1, client_cpu1 = (
-                procstat.cpu_seconds(server.pid),
-                procstat.cpu_seconds(load.pid),
-            )
-            result = events.expect("result", CLIENT_SLACK_S)
-            load.wait(timeout=SHUTDOWN_TIMEOUT_S)
+            run = Run(server, listening["port"], client, workload, timing, placement, client_err)
+            figures, conns, bytes_sent = (_idle if workload.idle else _echo)(run)
 
             if server.poll() is not None:
                 raise Failed(
                     "error", f"server {exit_description(server, server_err)} during the run"
                 )
-            peak_rss_kib = procstat.peak_rss_kib(server.pid)
+            figures["peak_rss_mib"] = procstat.peak_rss_kib(server.pid) / 1024
             server.stdin.close()  # asks the server to stop and report
             final = server_out.next("final report", SHUTDOWN_TIMEOUT_S)
             server.wait(timeout=SHUTDOWN_TIMEOUT_S)
-            verify(result, final, timing)
+            check_server(final, conns, bytes_sent)
         except Failed as failure:
             return {"status": failure.status, "error": str(failure)} | last_words(server_err)
         except (OSError, subprocess.SubprocessError, KeyError, ValueError) as exc:
             return {"status": "error", "error": f"harness: {type(exc).__name__}: {exc}"}
         finally:
-            for proc in (load, server):
-                if proc is not None and proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-
-    server_cpu_s = server_cpu1 - server_cpu0
-    if server_cpu_s <= 0:
-        return {"status": "error", "error": "no server CPU time in the measured window"}
-    seconds = result["seconds"]
-    return {
-        "status": "ok",
-        "conns": timing.conns,
-        "messages": result["messages"],
-        "seconds": seconds,
-        "msgs_per_s": result["messages"] / seconds,
-        "mib_per_s": result["bytes"] / seconds / 2**20,
-        "msgs_per_cpu_s": result["messages"] / server_cpu_s,
-        "peak_rss_mib": peak_rss_kib / 1024,
-        "server_cpu_s": server_cpu_s,
-        "client_cpu_s": client_cpu1 - client_cpu0,
-        # connections the server left open after the client's half-close
-        "unclosed": result["unclosed"],
-    }
+            _reap(server)
+    return {"status": "ok", "conns": timing.conns(workload)} | figures
 
 
 def run(

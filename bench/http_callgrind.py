@@ -32,7 +32,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -69,29 +71,53 @@ def _read_response(sock: socket.socket, buf: bytearray) -> bytes:
         buf += chunk
 
 
-def _load(port: int, request: bytes, total: int, connections: int) -> None:
+def counted_instructions(directory: Path, keep: Path | None = None) -> int:
+    """The instructions callgrind counted in the dumps in `directory`
+    (`keep`: where to copy the dump taken on request, for
+    callgrind_annotate)."""
+    counted = 0
+    for dump in directory.glob("callgrind.out*"):
+        totals = re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.M)
+        counted += int(totals.group(1)) if totals else 0
+        if keep is not None and dump.name != "callgrind.out":
+            keep.write_bytes(dump.read_bytes())
+    if counted == 0:
+        raise RuntimeError("callgrind counted nothing")
+    return counted
+
+
+def split_over_threads(work: Callable[[Any, int], None], items: list[Any], total: int) -> None:
+    """`work(item, n)` for each item in a thread of its own, the `total`
+    split evenly between them; the first exception any raised is raised."""
     errors: list[BaseException] = []
 
-    def worker(n: int) -> None:
+    def worker(item: Any, n: int) -> None:
         try:
-            with socket.create_connection(("127.0.0.1", port)) as sock:
-                buf = bytearray()
-                for _ in range(n):
-                    sock.sendall(request)
-                    status = _read_response(sock, buf)
-                    if not status.endswith(b" 200 OK"):
-                        raise AssertionError(f"unexpected response {status!r}")
+            work(item, n)
         except BaseException as exc:  # reported by the caller
             errors.append(exc)
 
-    share = [total // connections + (i < total % connections) for i in range(connections)]
-    threads = [threading.Thread(target=worker, args=(n,)) for n in share]
+    share = [total // len(items) + (i < total % len(items)) for i in range(len(items))]
+    threads = [threading.Thread(target=worker, args=(item, n)) for item, n in zip(items, share)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if errors:
         raise errors[0]
+
+
+def _load(port: int, request: bytes, total: int, connections: int) -> None:
+    def requests(_: int, n: int) -> None:
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            buf = bytearray()
+            for _ in range(n):
+                sock.sendall(request)
+                status = _read_response(sock, buf)
+                if not status.endswith(b" 200 OK"):
+                    raise AssertionError(f"unexpected response {status!r}")
+
+    split_over_threads(requests, list(range(connections)), total)
 
 
 def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -142,13 +168,7 @@ def measure(
         finally:
             proc.terminate()
             proc.wait(timeout=120)
-        counted = 0
-        for dump in Path(tmp).glob("callgrind.out*"):
-            totals = re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.M)
-            counted += int(totals.group(1)) if totals else 0
-        if counted == 0:
-            raise RuntimeError("callgrind counted nothing")
-        return counted / total, module
+        return counted_instructions(Path(tmp)) / total, module
 
 
 def main() -> int:

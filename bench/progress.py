@@ -46,11 +46,18 @@ def sched(record: dict) -> None:
 
 
 def echo(record: dict) -> None:
-    figures = (
-        f"{record.get('msgs_per_s', 0):>9,.0f} msgs/s {record.get('mib_per_s', 0):>7,.1f} MiB/s "
-        f"{record.get('msgs_per_cpu_s', 0):>9,.0f} msgs/CPU-s "
-        f"{record.get('peak_rss_mib', 0):>6.1f} MiB"
-    )
+    if "idle_kib_per_conn" in record:
+        figures = (
+            f"{record['idle_kib_per_conn']:>6.2f} KiB per idle connection "
+            f"({record['rss_before_mib']:.1f} -> {record['rss_open_mib']:.1f} MiB, "
+            f"opened in {record['open_s']:.1f} s)"
+        )
+    else:
+        figures = (
+            f"{record.get('msgs_per_s', 0):>9,.0f} msgs/s {record.get('mib_per_s', 0):>7,.1f} MiB/s "
+            f"{record.get('msgs_per_cpu_s', 0):>9,.0f} msgs/CPU-s "
+            f"{record.get('peak_rss_mib', 0):>6.1f} MiB"
+        )
     print(f"{_where(record)} {_outcome(record, figures)}", file=sys.stderr, flush=True)
 
 

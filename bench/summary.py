@@ -25,6 +25,9 @@ BASELINE = "asyncio"
 # exactly like msgs/s: the message size is the same for everyone).
 ECHO_METRICS = ("msgs_per_s", "mib_per_s", "msgs_per_cpu_s", "peak_rss_mib")
 ECHO_RATIOS = ("msgs_per_s", "msgs_per_cpu_s", "peak_rss_mib")
+# The idle echo workloads' figures (memory per idle connection).
+ECHO_IDLE_METRICS = ("idle_kib_per_conn", "rss_before_mib", "rss_open_mib", "peak_rss_mib")
+ECHO_IDLE_RATIOS = ("idle_kib_per_conn", "peak_rss_mib")
 
 # HTTP figures; those compared between servers; the pure-Rust server every
 # other one's plaintext figures are set against.
@@ -135,33 +138,43 @@ def summarize_sched(records: list[dict], contenders: list[str], workloads: list[
 
 
 def summarize_echo(records: list[dict], contenders: list[str], workloads: list[str]) -> dict:
-    """workload -> {kind, size, contenders: cells with x_asyncio: {metric: r}
-    and unclosed (of connections) over all rounds, ferroloop_ratio: {other:
-    {metric: r}}}."""
+    """workload -> {kind, size, conns, idle, contenders: cells with x_asyncio:
+    {metric: r} and unclosed (of connections) over all rounds,
+    ferroloop_ratio: {other: {metric: r}}}; the idle workloads' metrics are
+    ECHO_IDLE_METRICS."""
     summary = {}
     for workload in workloads:
+        w = ECHO_WORKLOADS[workload]
+        metrics, compared = (
+            (ECHO_IDLE_METRICS, ECHO_IDLE_RATIOS) if w.idle else (ECHO_METRICS, ECHO_RATIOS)
+        )
         taken = [r for r in records if r["workload"] == workload]
-        out, by_round = cells(taken, contenders, ECHO_METRICS)
+        out, by_round = cells(taken, contenders, metrics)
         for contender, cell in out.items():
             if cell["status"] == "ok":
                 mine = [r for r in taken if r["contender"] == contender]
                 cell["unclosed"] = sum(r["unclosed"] for r in mine)
                 cell["connections"] = sum(r["conns"] for r in mine)
-        for metric in ECHO_RATIOS:
+        for metric in compared:
             for contender, x in against(by_round[metric], BASELINE).items():
                 out[contender].setdefault("x_asyncio", {})[metric] = x
+        conns = taken[0]["conns"] if taken and "conns" in taken[0] else w.conns
         entry = {
-            "kind": ECHO_WORKLOADS[workload].kind,
-            "size": ECHO_WORKLOADS[workload].size,
+            "kind": w.kind,
+            "size": w.size,
+            "conns": conns,
+            "idle": w.idle,
             "contenders": out,
         }
-        if SUBJECT in by_round[ECHO_RATIOS[0]]:
+        if SUBJECT in by_round[compared[0]]:
             ratios: dict[str, dict] = {}
-            for metric in ECHO_RATIOS:
+            for metric in compared:
                 for other, r in subject_ratios(by_round[metric]).items():
                     ratios.setdefault(other, {})[metric] = r
             entry["ferroloop_ratio"] = ratios
-        vs_base = against_base(by_round, ("msgs_per_cpu_s", "msgs_per_s"))
+        vs_base = against_base(
+            by_round, compared if w.idle else ("msgs_per_cpu_s", "msgs_per_s")
+        )
         if vs_base is not None:
             entry["ferroloop_vs_base"] = vs_base
         summary[workload] = entry

@@ -20,16 +20,20 @@ from __future__ import annotations
 import argparse
 import base64
 import os
-import re
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
-from http_callgrind import VENV_PYTHON, _free_port, _wait_listening
+from http_callgrind import (
+    VENV_PYTHON,
+    _free_port,
+    _wait_listening,
+    counted_instructions,
+    split_over_threads,
+)
 
 BENCH = Path(__file__).resolve().parent
 WARMUP = 50
@@ -104,22 +108,7 @@ def _echo(sock: socket.socket, buf: bytearray, payload: bytes, opcode: int, coun
 
 
 def _run_all(conns, payload: bytes, opcode: int, total: int) -> None:
-    errors: list[BaseException] = []
-
-    def worker(conn, n: int) -> None:
-        try:
-            _echo(*conn, payload, opcode, n)
-        except BaseException as exc:  # reported by the caller
-            errors.append(exc)
-
-    share = [total // len(conns) + (i < total % len(conns)) for i in range(len(conns))]
-    threads = [threading.Thread(target=worker, args=(c, n)) for c, n in zip(conns, share)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    split_over_threads(lambda conn, n: _echo(*conn, payload, opcode, n), conns, total)
 
 
 def measure(
@@ -152,15 +141,7 @@ def measure(
                 sock.close()
             proc.terminate()
             proc.wait(timeout=120)
-        counted = 0
-        for dump in Path(tmp).glob("callgrind.out*"):
-            totals = re.search(r"^totals: (\d+)", dump.read_text(errors="replace"), re.M)
-            counted += int(totals.group(1)) if totals else 0
-            if keep is not None and dump.name != "callgrind.out":
-                keep.write_bytes(dump.read_bytes())
-        if counted == 0:
-            raise RuntimeError("callgrind counted nothing")
-        return counted / total, module
+        return counted_instructions(Path(tmp), keep) / total, module
 
 
 def main() -> int:

@@ -1,10 +1,10 @@
 """The stream transport's per-message paths, each on asyncio and on
-ferroloop. ferroloop reads for a plain ``Protocol`` and writes while nothing
-is buffered in Rust (``sockio.rs``) and hands everything else to the Python
-transport; these pin down that the hand-over behaves as asyncio does:
-protocol switches, writes of every bytes-like type, partial sends, writes
-while closing, after EOF and from ``connection_lost``, failing
-``data_received``, and transports that are collected once closed."""
+ferroloop, whose transports are native (``loop-py/src/transport``) under a
+thin Python shell (``_transports.py``); these pin down that they behave as
+asyncio's do: protocol switches, writes of every bytes-like type, partial
+sends, writes while closing, after EOF and from ``connection_lost``, failing
+``data_received``, large and small reads, the shell's hot methods, and
+transports that are collected once closed."""
 
 from __future__ import annotations
 
@@ -272,10 +272,37 @@ def test_closed_transports_are_collected(loop):
     assert ref() is None
 
 
+@ferroloop_only
+def test_hot_methods_are_the_native_ones_once_used(loop):
+    """write and is_closing are bound to the transport at first use (no
+    Python frame per call after that, none held by an idle connection); an
+    attribute the application sets on the instance still wins, and the
+    method called through the class still works."""
+
+    async def main():
+        server, client, sink = await _pair(loop)
+        transport = sink.transport
+        assert "write" not in vars(transport)
+        transport.write(b"one;")
+        assert type(vars(transport)["write"]).__name__ == "builtin_function_or_method"
+        assert transport.is_closing() is False
+        type(transport).write(transport, b"two;")
+        written = []
+        transport.write = written.append
+        transport.write(b"kept")
+        del transport.write
+        transport.write(b"three;")
+        assert await _recv_until(loop, client, 14) == b"one;two;three;"
+        assert written == [b"kept"]
+        await _close(server, client)
+
+    loop.run_until_complete(main())
+
+
 def test_big_and_small_reads_alternate_without_loss(loop):
-    """Bulk input (ferroloop then reads straight into a bytes object of the
-    size waiting), then a trickle, then bulk again, then EOF: every byte in
-    order, each chunk a bytes object."""
+    """Bulk input (ferroloop then reads straight into a bytes object sized
+    from the last read and shrinks it to what arrived), then a trickle, then
+    bulk again, then EOF: every byte in order, each chunk a bytes object."""
 
     async def main():
         server, client, sink = await _pair(loop)

@@ -107,14 +107,6 @@ pub fn file_type(fd: RawFd) -> io::Result<libc::mode_t> {
     Ok(st.st_mode & libc::S_IFMT)
 }
 
-/// Bytes waiting in a socket's receive queue (`FIONREAD`).
-pub fn pending_input(fd: RawFd) -> io::Result<usize> {
-    let mut count: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer, which is live.
-    retry(|| unsafe { libc::ioctl(fd, libc::FIONREAD, &mut count) } as isize)?;
-    Ok(usize::try_from(count).unwrap_or(0))
-}
-
 /// Make the coming `close` abortive: an RST instead of a FIN (`SO_LINGER`
 /// on with a zero timeout).
 pub fn set_linger_zero(fd: RawFd) -> io::Result<()> {

@@ -3,13 +3,22 @@
 //!
 //! ```text
 //! xtask echo-client --addr HOST:PORT [--conns 10] [--size 1024] [--warmup 1] [--duration 3]
+//!                   [--messages N]
 //! ```
 //!
 //! Each connection keeps one message in flight: write `size` bytes, read the
 //! whole echo, checking every chunk byte for byte against what was sent,
-//! repeat. When the measured window closes, each connection finishes its
-//! message, half-closes, and checks that the server sends nothing more; a
-//! server that then does not close the connection is counted in `unclosed`.
+//! repeat. With `--messages N` a connection stops after N echoes and stays
+//! open and silent until the window closes (the idle-connection workload).
+//! When the measured window closes, each connection finishes its message,
+//! half-closes, and checks that the server sends nothing more; a server that
+//! then does not close the connection is counted in `unclosed`.
+//!
+//! Connections are opened while the others run, at most [`OPEN_AHEAD`]
+//! awaiting their first echo at a time, so a listener's accept backlog
+//! (asyncio's default is 100) never overflows into SYN retransmits. The
+//! measured window opens after the warm-up once every connection is open
+//! and has echoed a message (or, with `--messages`, gone idle).
 //!
 //! One thread drives every connection with non-blocking sockets and poll(2).
 //! A thread per connection would be simpler, but the server would then pay a
@@ -22,7 +31,7 @@
 //! the measured window while it is open:
 //!
 //! ```text
-//! {"event":"measure_start"}        when the warm-up ends
+//! {"event":"measure_start"}        when the warm-up ends (every connection open)
 //! {"event":"measure_end"}          when the measured window closes
 //! {"event":"result", "messages", "bytes", "seconds", "errors", ...}
 //! ```
@@ -40,7 +49,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: xtask echo-client --addr HOST:PORT [--conns N] [--size BYTES] \
-                     [--warmup SECONDS] [--duration SECONDS]";
+                     [--warmup SECONDS] [--duration SECONDS] [--messages N]";
 
 /// A server that makes no progress for this long is reported as stalled.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -50,6 +59,14 @@ const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// counted in `unclosed`: a defect worth reporting, but not one that makes
 /// its echo figures wrong.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// More time to close per this many connections half-closed at once (a
+/// server closing 10,000 idle connections needs more than a second).
+const CLOSE_TIMEOUT_PER_1000: Duration = Duration::from_secs(1);
+
+/// Connections opened and not yet through their first echo, at most: below
+/// asyncio's default listen backlog of 100.
+const OPEN_AHEAD: usize = 64;
 
 /// Messages are windows into one random buffer at offsets that move with
 /// every message, so an echo of an earlier message (a stale buffer) or of
@@ -107,6 +124,8 @@ struct Options {
     size: usize,
     warmup: Duration,
     duration: Duration,
+    /// Echoes per connection before it goes idle; 0: no limit.
+    messages: usize,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -115,6 +134,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
     let mut size = 1024;
     let mut warmup = Duration::from_secs(1);
     let mut duration = Duration::from_secs(3);
+    let mut messages = 0;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it
@@ -134,6 +154,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--size" => size = value.parse().map_err(|e| bad(&e))?,
             "--warmup" => warmup = seconds(value).map_err(|e| bad(&e))?,
             "--duration" => duration = seconds(value).map_err(|e| bad(&e))?,
+            "--messages" => messages = value.parse().map_err(|e| bad(&e))?,
             _ => return Err(format!("unknown option {flag}\n{USAGE}")),
         }
     }
@@ -149,6 +170,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         size,
         warmup,
         duration,
+        messages,
     })
 }
 
@@ -175,6 +197,8 @@ enum Phase {
     /// A message is being written and its echo read (both at once, so a
     /// message larger than the socket buffers cannot deadlock).
     Echoing,
+    /// Done with its `--messages`: open and silent until the window closes.
+    Idle,
     /// Half-closed after the last echo; waiting for the server's close.
     Closing,
     Done,
@@ -246,11 +270,17 @@ impl Connection {
         self.received = 0;
     }
 
+    /// Open and not yet through its first echo (a failed one counts as
+    /// through: it will not echo).
+    fn is_new(&self) -> bool {
+        self.number == 0 && self.phase == Phase::Echoing
+    }
+
     fn interest(&self, size: usize) -> i16 {
         match self.phase {
             Phase::Echoing if self.written < size => sys::POLLIN | sys::POLLOUT,
             Phase::Echoing | Phase::Closing => sys::POLLIN,
-            Phase::Done | Phase::Unclosed | Phase::Failed => 0,
+            Phase::Idle | Phase::Done | Phase::Unclosed | Phase::Failed => 0,
         }
     }
 }
@@ -271,6 +301,10 @@ struct Tally {
 struct Client {
     pattern: Vec<u8>,
     size: usize,
+    /// Echoes per connection before it goes idle; 0: no limit.
+    limit: usize,
+    /// How long the server has to close after our half-close.
+    close_timeout: Duration,
     /// Where reads land before they are compared with what was sent.
     scratch: Vec<u8>,
     /// Set when the measured window closes: no new messages from then on.
@@ -288,7 +322,7 @@ impl Client {
                 self.echo(conn, readable)
             }
             Phase::Closing => self.close(conn),
-            Phase::Done | Phase::Unclosed | Phase::Failed => Ok(()),
+            Phase::Idle | Phase::Done | Phase::Unclosed | Phase::Failed => Ok(()),
         };
         if let Err(failure) = outcome {
             self.fail(conn, failure);
@@ -376,17 +410,37 @@ impl Client {
             self.tally.verified += 1;
             conn.number += 1;
             if self.stopping {
-                conn.stream
-                    .shutdown(Shutdown::Write)
-                    .map_err(|e| Failure::io("shutdown", &e))?;
-                conn.phase = Phase::Closing;
-                conn.deadline = Instant::now() + CLOSE_TIMEOUT;
+                return self.half_close(conn);
+            }
+            if conn.number == self.limit {
+                conn.phase = Phase::Idle;
                 return Ok(());
             }
             conn.next_message();
             // The echo of a message just written is not there yet: reading
             // now would only cost a syscall that finds nothing.
             readable = false;
+        }
+    }
+
+    /// The last echo is in: half-close and wait for the server's close.
+    fn half_close(&mut self, conn: &mut Connection) -> Result<(), Failure> {
+        conn.stream
+            .shutdown(Shutdown::Write)
+            .map_err(|e| Failure::io("shutdown", &e))?;
+        conn.phase = Phase::Closing;
+        conn.deadline = Instant::now() + self.close_timeout;
+        Ok(())
+    }
+
+    /// The window closed: idle connections half-close now (the others after
+    /// the echo in flight).
+    fn stop(&mut self, conns: &mut [Connection]) {
+        self.stopping = true;
+        for conn in conns.iter_mut().filter(|c| c.phase == Phase::Idle) {
+            if let Err(failure) = self.half_close(conn) {
+                self.fail(conn, failure);
+            }
         }
     }
 
@@ -456,38 +510,49 @@ struct Report {
 /// Drive every connection through warm-up, the measured window and the
 /// close; `on_event` hears "measure_start" and "measure_end" as they happen.
 fn run(opts: &Options, mut on_event: impl FnMut(&str)) -> Result<Report, String> {
+    let extra = CLOSE_TIMEOUT_PER_1000.mul_f64(opts.conns as f64 / 1000.0);
     let mut client = Client {
         pattern: random_bytes(opts.size + OFFSETS),
         size: opts.size,
+        limit: opts.messages,
+        close_timeout: CLOSE_TIMEOUT + extra,
         scratch: vec![0; opts.size],
         stopping: false,
         tally: Tally::default(),
     };
-    // Connect every client before the clock starts.
-    let mut conns = (0..opts.conns)
-        .map(|id| {
-            Connection::open(id, opts.addr)
-                .map_err(|e| format!("connection {id} to {}: {e}", opts.addr))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut conns: Vec<Connection> = Vec::with_capacity(opts.conns);
 
-    let measure_start = Instant::now() + opts.warmup;
-    let measure_end = measure_start + opts.duration;
+    let warmup_end = Instant::now() + opts.warmup;
     // (when, verified so far) at the start and at the end of the window
     let mut window_start: Option<(Instant, u64)> = None;
     let mut window_end: Option<(Instant, u64)> = None;
     let mut fds: Vec<sys::PollFd> = Vec::with_capacity(opts.conns);
     let mut live: Vec<usize> = Vec::with_capacity(opts.conns);
     loop {
+        // Open more while few are waiting for their first echo.
+        let mut unconfirmed = conns.iter().filter(|c| c.is_new()).count();
+        while conns.len() < opts.conns && unconfirmed < OPEN_AHEAD {
+            let id = conns.len();
+            let conn = Connection::open(id, opts.addr)
+                .map_err(|e| format!("connection {id} to {}: {e}", opts.addr))?;
+            conns.push(conn);
+            unconfirmed += 1;
+        }
+
         let now = Instant::now();
-        if window_start.is_none() && now >= measure_start {
+        if window_start.is_none()
+            && now >= warmup_end
+            && conns.len() == opts.conns
+            && unconfirmed == 0
+        {
             window_start = Some((now, client.tally.verified));
             on_event("measure_start");
         }
-        if window_end.is_none() && now >= measure_end {
+        let measure_end = window_start.map(|(start, _)| start + opts.duration);
+        if window_end.is_none() && measure_end.is_some_and(|end| now >= end) {
             window_end = Some((now, client.tally.verified));
             on_event("measure_end");
-            client.stopping = true;
+            client.stop(&mut conns);
         }
         for conn in conns.iter_mut() {
             if conn.interest(opts.size) != 0 && now >= conn.deadline {
@@ -514,8 +579,9 @@ fn run(opts: &Options, mut on_event: impl FnMut(&str)) -> Result<Report, String>
 
         // Sleep until a socket is ready, the next edge of the window, or the
         // first connection's deadline.
-        let next_wake = [measure_start, measure_end]
+        let next_wake = [Some(warmup_end), measure_end]
             .into_iter()
+            .flatten()
             .chain(live.iter().map(|&i| conns[i].deadline))
             .filter(|&t| t > now)
             .min()
@@ -612,6 +678,7 @@ mod tests {
             size,
             warmup: Duration::from_millis(50),
             duration: Duration::from_millis(150),
+            messages: 0,
         }
     }
 
@@ -634,6 +701,27 @@ mod tests {
             // The window is timed as observed, within a poll wake-up of 150 ms.
             assert!((0.14..0.5).contains(&report.seconds), "{}", report.seconds);
         }
+    }
+
+    #[test]
+    fn idle_connections_echo_once_then_wait_for_the_window() {
+        let addr = echo_server(None);
+        // More connections than are opened ahead at once.
+        let opts = Options {
+            conns: OPEN_AHEAD * 2 + 3,
+            messages: 1,
+            warmup: Duration::ZERO,
+            ..options(addr, 1024)
+        };
+        let mut events = Vec::new();
+        let report = run(&opts, |e| events.push(e.to_string())).unwrap();
+        assert_eq!(events, ["measure_start", "measure_end"]);
+        let t = &report.tally;
+        assert_eq!((t.failed, t.unclosed), (0, 0), "{:?}", t.errors);
+        // One echo each, all before the window: none inside it.
+        assert_eq!(t.verified, opts.conns as u64);
+        assert_eq!(report.messages, 0);
+        assert_eq!(t.bytes_sent, opts.conns as u64 * 1024);
     }
 
     #[test]
@@ -662,7 +750,7 @@ mod tests {
         .map(String::from)
         .into();
         let opts = parse(&args).unwrap();
-        assert_eq!((opts.conns, opts.size), (10, 10240));
+        assert_eq!((opts.conns, opts.size, opts.messages), (10, 10240, 0));
         assert_eq!(opts.duration, Duration::from_millis(500));
         assert!(parse(&["--size".into(), "0".into()]).is_err());
     }

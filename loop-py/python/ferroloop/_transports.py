@@ -7,10 +7,11 @@ Each is a thin ``asyncio.Transport`` (so ``isinstance`` checks and
 ``loop-transports`` core and decides everything: reads and the protocol's
 callbacks, write-now-buffer-the-rest, the water marks, half-close, closing
 after the buffer drains. The hot methods (``write``, ``writelines``,
-``is_closing``, ``get_write_buffer_size``) are the native object's own,
-set on each instance, so calling them runs no Python frame. What stays
-here is construction (extra info, registries, what asyncio schedules),
-``repr`` and the unclosed-transport warning.
+``is_closing``, ``get_write_buffer_size``, ``sendto``) are the native
+object's own, bound to the instance when first used (``_BoundOnUse``), so
+calling them runs no Python frame and an idle connection holds none. What
+stays here is construction (extra info, registries, what asyncio
+schedules), ``repr`` and the unclosed-transport warning.
 """
 
 from __future__ import annotations
@@ -46,28 +47,44 @@ def _detach(server: Any, transport: Any) -> None:
         server._detach()
 
 
+class _BoundOnUse:
+    """A method of the native object, bound to the transport the first time
+    it is looked up there: the instance's ``__dict__`` then holds the native
+    bound method, so later calls run no Python frame, and a transport that
+    never calls it (an idle connection) holds no bound method. A subclass's
+    own method wins as usual (and its ``super()`` call reaches the native
+    one without caching it)."""
+
+    __slots__ = ("name",)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        method = getattr(instance._core, self.name)
+        if getattr(type(instance), self.name, None) is self:
+            instance.__dict__[self.name] = method
+        return method
+
+    def __call__(self, instance: Any, *args: Any) -> Any:
+        """Called on the class (``SocketTransport.write(transport, data)``)."""
+        return getattr(instance._core, self.name)(*args)
+
+
 class _NativeTransport:
     """What every native-backed transport shares: the native object and the
-    methods that only forward to it (cold paths; the hot ones are set on
-    the instance)."""
+    methods that only forward to it (cold paths; the hot ones are
+    ``_BoundOnUse``)."""
 
     _core: StreamTransport
     _loop: Any
 
-    #: The native methods set on each instance (no Python frame per call).
-    _hot: tuple[str, ...] = ("write", "writelines", "is_closing", "get_write_buffer_size")
-
     def _bind_native(self, core: StreamTransport) -> None:
         self._core = core
-        cls = type(self)
-        for name in self._hot:
-            # A subclass's own method is left alone.
-            if getattr(cls, name) in _FORWARDERS:
-                setattr(self, name, getattr(core, name))
 
-    # Forwarders (the instance attributes above shadow the hot ones).
-    def is_closing(self) -> bool:
-        return self._core.is_closing()
+    is_closing = _BoundOnUse()
 
     def close(self) -> None:
         self._core.close()
@@ -121,14 +138,9 @@ class _Writable:
 
     _core: StreamTransport
 
-    def write(self, data: Any) -> None:
-        self._core.write(data)
-
-    def writelines(self, list_of_data: Any) -> None:
-        self._core.writelines(list_of_data)
-
-    def get_write_buffer_size(self) -> int:
-        return self._core.get_write_buffer_size()
+    write = _BoundOnUse()
+    writelines = _BoundOnUse()
+    get_write_buffer_size = _BoundOnUse()
 
     def get_write_buffer_limits(self) -> tuple[int, int]:
         return self._core.get_write_buffer_limits()
@@ -141,19 +153,6 @@ class _Writable:
 
     def write_eof(self) -> None:
         self._core.write_eof()
-
-
-def _forwarders() -> tuple[Any, ...]:
-    """The forwarding methods a native method may replace on an instance
-    (a subclass's own method is left alone)."""
-    return (
-        _NativeTransport.is_closing,
-        _Writable.write,
-        _Writable.writelines,
-        _Writable.get_write_buffer_size,
-        DatagramTransport.sendto,
-        DatagramTransport.get_write_buffer_size,
-    )
 
 
 class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
@@ -285,8 +284,6 @@ class _PipeTransport(_NativeTransport):
 
 
 class ReadPipeTransport(_PipeTransport, asyncio.ReadTransport):
-    _hot = ("is_closing",)
-
     def __init__(self, loop: Any, pipe: Any, protocol: Any, waiter: Any = None,
                  extra: dict[str, Any] | None = None) -> None:
         super().__init__(extra)
@@ -332,8 +329,6 @@ class DatagramTransport(_NativeTransport, asyncio.DatagramTransport, asyncio.Tra
     """A datagram socket as an asyncio transport. Like asyncio's own, it is
     also an ``asyncio.Transport`` (``isinstance`` checks in the wild)."""
 
-    _hot = ("sendto", "is_closing", "get_write_buffer_size")
-
     def __init__(self, loop: Any, sock: Any, protocol: Any, address: Any = None,
                  waiter: Any = None, extra: dict[str, Any] | None = None) -> None:
         super().__init__(extra)
@@ -368,11 +363,8 @@ class DatagramTransport(_NativeTransport, asyncio.DatagramTransport, asyncio.Tra
             _warn(f"unclosed transport {self!r}", ResourceWarning, source=self)
             self._sock_obj.close()
 
-    def sendto(self, data: Any, addr: Any = None) -> None:
-        self._core.sendto(data, addr)
-
-    def get_write_buffer_size(self) -> int:
-        return self._core.get_write_buffer_size()
+    sendto = _BoundOnUse()
+    get_write_buffer_size = _BoundOnUse()
 
     def get_write_buffer_limits(self) -> tuple[int, int]:
         return self._core.get_write_buffer_limits()
@@ -391,5 +383,3 @@ class DatagramTransport(_NativeTransport, asyncio.DatagramTransport, asyncio.Tra
     def _after_connection_lost(self) -> None:
         self._sock_obj = None
 
-
-_FORWARDERS = _forwarders()

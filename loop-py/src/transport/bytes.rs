@@ -93,3 +93,68 @@ impl<'a, 'py> Bytes<'a, 'py> {
         }
     }
 }
+
+extern "C" {
+    /// CPython's in-place resize of a `bytes` no one else refers to (public
+    /// in `cpython/bytesobject.h` on every supported version; pyo3 does not
+    /// export its binding). On failure the object is released and set to
+    /// NULL, with an exception set.
+    fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, size: ffi::Py_ssize_t) -> std::ffi::c_int;
+}
+
+/// A new `bytes` whose contents are written in Rust before any Python code
+/// sees it: a read straight into the object handed to the protocol.
+pub(crate) struct UninitBytes<'py> {
+    /// Owned; only this struct refers to it until `finish`.
+    obj: Bound<'py, PyBytes>,
+    len: usize,
+}
+
+impl<'py> UninitBytes<'py> {
+    pub(crate) fn new(py: Python<'py>, len: usize) -> PyResult<Self> {
+        let size = ffi::Py_ssize_t::try_from(len)
+            .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("read size too large"))?;
+        // SAFETY: a NULL source asks for an uninitialised bytes object of
+        // `size` bytes (documented C API); it is owned (or the error fetched)
+        // at once, and filled before Python code can see it (`finish`).
+        let obj = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyBytes_FromStringAndSize(std::ptr::null(), size),
+            )?
+            .cast_into_unchecked::<PyBytes>()
+        };
+        Ok(UninitBytes { obj, len })
+    }
+
+    /// The object's bytes, to be written.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: a fresh bytes object of `len` bytes that nothing else
+        // refers to (`obj` is the only reference until `finish`).
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                ffi::PyBytes_AsString(self.obj.as_ptr()).cast::<u8>(),
+                self.len,
+            )
+        }
+    }
+
+    /// The object with its first `n` bytes written: shrunk in place
+    /// (`realloc`, no copy) when `n` is short of its length.
+    pub(crate) fn finish(self, n: usize) -> PyResult<Bound<'py, PyBytes>> {
+        if n >= self.len {
+            return Ok(self.obj);
+        }
+        let py = self.obj.py();
+        let mut ptr = self.obj.into_ptr();
+        // SAFETY: `ptr` is the only reference to a bytes object (so resizing
+        // it is allowed), its ownership moved here by `into_ptr`; `n` fits
+        // (below the original length). On success `ptr` is the (maybe moved)
+        // owned object, on failure it was released and is NULL.
+        if unsafe { _PyBytes_Resize(&mut ptr, n as ffi::Py_ssize_t) } < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: an owned, non-NULL bytes object (the resize succeeded).
+        Ok(unsafe { Bound::from_owned_ptr(py, ptr).cast_into_unchecked::<PyBytes>() })
+    }
+}

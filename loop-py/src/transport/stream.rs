@@ -13,22 +13,22 @@
 //!
 //! Reads go into the thread's shared read buffer
 //! ([`loop_transports::read_buf`]) and only what arrived is copied into the
-//! `bytes` the protocol gets; after a bulk read the next one goes straight
-//! into a `bytes` sized by what the kernel has waiting.
+//! `bytes` the protocol gets; while large messages arrive, reads go straight
+//! into the `bytes` (sized by the stream's `ReadSizer`) and it is shrunk in
+//! place to what arrived.
 
-use super::bytes::{ByteView, Bytes};
+use super::bytes::{ByteView, Bytes, UninitBytes};
 use super::protocol::{self, Failed};
 use crate::errors::os_error;
 use crate::event_loop::{Loop, Readiness};
 use crate::gil_cell::GilCell;
 use crate::pyapi;
 use loop_core::Interest;
-use loop_transports::read_buf::{self, BULK_READ};
+use loop_transports::read_buf::{self, ReadSizer};
 use loop_transports::{
     Error, IoFd, Op, ReadInto, StreamConfig, StreamCore, StreamEvent, StreamKind, Write,
 };
 use pyo3::exceptions::{PyConnectionError, PyRuntimeError, PyTypeError, PyValueError};
-use pyo3::ffi;
 use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -95,8 +95,8 @@ struct Inner {
     /// `connection_lost`.
     failure: Option<PyErr>,
     lost: Lost,
-    /// The last read was bulk (see the module docs).
-    bulk: bool,
+    /// Where the next read goes (see the module docs).
+    reads: ReadSizer,
 }
 
 /// The native stream transport (see the module docs).
@@ -216,17 +216,19 @@ impl StreamTransport {
             Got::Nothing => Ok(()),
             Got::Eof => Self::on_eof(slf),
             Got::Data(data) => {
+                // Bound (not Py) clones: dropping them needs no check of
+                // whether the GIL is held.
                 let (callback, protocol) = me.with(py, |st| {
                     (
-                        st.data_received.as_ref().map(|c| c.clone_ref(py)),
-                        st.protocol.as_ref().map(|p| p.clone_ref(py)),
+                        st.data_received.as_ref().map(|c| c.bind(py).clone()),
+                        st.protocol.as_ref().map(|p| p.bind(py).clone()),
                     )
                 });
                 let result = match (callback, protocol) {
-                    (Some(callback), _) => callback.bind(py).call1((data,)),
-                    (None, Some(protocol)) => protocol
-                        .bind(py)
-                        .call_method1(intern!(py, "data_received"), (data,)),
+                    (Some(callback), _) => callback.call1((data,)),
+                    (None, Some(protocol)) => {
+                        protocol.call_method1(intern!(py, "data_received"), (data,))
+                    }
                     (None, None) => return Ok(()),
                 };
                 match result {
@@ -382,7 +384,19 @@ impl StreamTransport {
     // ---- events and the end of the connection ----------------------------
 
     /// Deliver the core's events: flow control, and the connection lost.
+    /// Most calls find none (a read or write that changed nothing): that
+    /// check stays inline, the delivery does not.
+    #[inline]
     fn take_events(slf: &Bound<'_, Self>, via: Via) -> PyResult<()> {
+        if slf.get().with(slf.py(), |st| st.core.has_events()) {
+            Self::deliver_events(slf, via)
+        } else {
+            Ok(())
+        }
+    }
+
+    #[inline(never)]
+    fn deliver_events(slf: &Bound<'_, Self>, via: Via) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
         loop {
@@ -600,53 +614,42 @@ enum Via {
     Call,
 }
 
-/// One read from the core into the thread's buffer (or, after a bulk read,
-/// into a `bytes` sized by what is waiting), as the `bytes` to deliver.
+/// One read from the core into the thread's buffer, or straight into a new
+/// `bytes` when the stream's read sizer says large messages are arriving,
+/// as the `bytes` to deliver.
 fn read_once<'py>(py: Python<'py>, st: &mut Inner) -> PyResult<Got<'py>> {
     if !st.core.wants_read() {
         return Ok(Got::Nothing);
     }
-    if st.bulk {
-        let waiting = loop_transports::sys::pending_input(st.core.fd()).unwrap_or(0);
-        if waiting >= BULK_READ {
-            return read_direct(py, st, waiting.min(read_buf::READ_SIZE));
-        }
+    if let Some(size) = st.reads.direct() {
+        return read_direct(py, st, size);
     }
-    let read = read_buf::with_read_buffer(|buf| match st.core.read_into(buf) {
-        Ok(ReadInto::Data(n)) => Ok(Got::Data(PyBytes::new(py, &buf[..n]))),
+    let reads = &mut st.reads;
+    let core = &mut st.core;
+    read_buf::with_read_buffer(|buf| match core.read_into(buf) {
+        Ok(ReadInto::Data(n)) => {
+            reads.record(n, buf.len());
+            Ok(Got::Data(PyBytes::new(py, &buf[..n])))
+        }
         Ok(ReadInto::Eof) => Ok(Got::Eof),
         Ok(ReadInto::Done) | Err(_) => Ok(Got::Nothing),
-    });
-    if let Ok(Got::Data(data)) = &read {
-        st.bulk = data.as_bytes().len() >= BULK_READ;
-    }
-    read
+    })
 }
 
-/// Read straight into a new `bytes` of `size` bytes (no copy).
+/// Read straight into a new `bytes` of `size` bytes (no copy), shrunk in
+/// place to what arrived.
 fn read_direct<'py>(py: Python<'py>, st: &mut Inner, size: usize) -> PyResult<Got<'py>> {
-    // SAFETY: a NULL source asks for an uninitialised bytes object of `size`
-    // bytes (documented C API); it is filled below before any Python code
-    // can see it, and owned (or the error fetched) at once.
-    let bytes = unsafe {
-        Bound::from_owned_ptr_or_err(
-            py,
-            ffi::PyBytes_FromStringAndSize(std::ptr::null(), size as ffi::Py_ssize_t),
-        )?
-        .cast_into_unchecked::<PyBytes>()
-    };
-    // SAFETY: a fresh bytes object of `size` bytes no one else refers to.
-    let dst = unsafe {
-        std::slice::from_raw_parts_mut(ffi::PyBytes_AsString(bytes.as_ptr()).cast::<u8>(), size)
-    };
-    Ok(match st.core.read_into(dst) {
-        // Only more can arrive after FIONREAD, so this is the rule.
-        Ok(ReadInto::Data(n)) if n == size => Got::Data(bytes),
+    let mut fresh = UninitBytes::new(py, size)?;
+    let read = st.core.read_into(fresh.as_mut_slice());
+    Ok(match read {
         Ok(ReadInto::Data(n)) => {
-            st.bulk = n >= BULK_READ;
-            Got::Data(PyBytes::new(py, &dst[..n]))
+            st.reads.record(n, size);
+            Got::Data(fresh.finish(n)?)
         }
-        Ok(ReadInto::Eof) => Got::Eof,
+        Ok(ReadInto::Eof) => {
+            st.reads.record(0, size);
+            Got::Eof
+        }
         Ok(ReadInto::Done) | Err(_) => Got::Nothing,
     })
 }
@@ -724,7 +727,7 @@ impl StreamTransport {
                 reading: false,
                 failure: None,
                 lost: Lost::No,
-                bulk: false,
+                reads: ReadSizer::default(),
             }),
         })
     }
