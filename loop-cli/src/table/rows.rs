@@ -550,12 +550,14 @@ pub static SETTINGS: &[Setting] = &[
             values: BACKENDS,
             ignore_case: false,
         },
-        Lit::Str("auto"),
+        Lit::None,
         "Event loop backend of the server and its workers: auto (io_uring where the kernel and \
          the container allow it, else epoll, saying why in one line), io_uring (an error where \
-         it is unavailable) or epoll.",
+         it is unavailable) or epoll. Unset: the FERROLOOP_BACKEND environment variable's, \
+         else auto.",
     )
     .cli("--backend")
+    .null(Null::Unset)
     .expected("expected one of: auto, io_uring, epoll"),
     Setting::new(
         "http",

@@ -85,11 +85,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         # The backend asked for can run here (a forced io_uring in a
         # container that refuses it), before anything binds or forks; with
         # auto, the loop logs why it runs on epoll, once.
-        from ._loop import Loop
+        from ._loop import _log_fallback
 
-        Loop(backend=config.backend).close()
-    except RuntimeError as exc:
-        logger.error("--backend %s: %s", config.backend, exc)
+        # The native loop alone: no Python attributes, so no reference
+        # cycle for the collector to finalize later; freed at once.
+        probe = _native.Loop(backend=config.backend)
+        if probe._backend_fallback is not None:
+            _log_fallback(probe._backend_fallback)
+        probe._close()
+        del probe
+    except (RuntimeError, ValueError) as exc:
+        logger.error("--backend %s: %s", config.backend or os.environ.get("FERROLOOP_BACKEND") or "auto", exc)
         return EXIT_STARTUP_FAILED
     if config.workers > 1 or config.reload:
         return _supervise(config)
