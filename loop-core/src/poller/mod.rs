@@ -45,8 +45,13 @@ use wake::WakeFd;
 /// an explicit choice: `auto`, `io_uring` or `epoll`.
 pub const BACKEND_ENV: &str = "FERROLOOP_BACKEND";
 
-/// What `auto` picks when io_uring is usable. The readiness backend
-/// (stage 1 of issue 38) does not beat epoll: see docs/decisions.md.
+/// What `auto` picks when io_uring is usable. The readiness backend makes
+/// the same system calls per request as epoll (`io_uring_enter` in place of
+/// `epoll_wait`) and measured within noise of it on HTTP (0.98-1.05×
+/// requests per CPU-second at 64 connections, 0.99× at one) and timers,
+/// ahead on cross-thread wake-ups (about 9 % less CPU: the eventfd is never
+/// read) and on ticks that must not block (about 45 % less: no system call
+/// when there is nothing to submit).
 #[cfg(all(target_os = "linux", not(ferroloop_force_polling)))]
 const AUTO_PREFERS_IO_URING: bool = true;
 
