@@ -269,9 +269,14 @@ def free_port() -> int:
 
 def child_env(extra: dict | None = None, *, pythonpath: tuple[str, ...] = ()) -> dict:
     """The environment of a child server: this one's without
-    `FERROLOOP_*` and `SERVER_ENV_DROPPED`, with `pythonpath` as its
-    `PYTHONPATH`, unbuffered output, then `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FERROLOOP_") and k not in SERVER_ENV_DROPPED}
+    `FERROLOOP_*` (but `FERROLOOP_BACKEND`: a run with a backend forced
+    forces it on its servers too) and `SERVER_ENV_DROPPED`, with
+    `pythonpath` as its `PYTHONPATH`, unbuffered output, then `extra`."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if (k == "FERROLOOP_BACKEND" or not k.startswith("FERROLOOP_")) and k not in SERVER_ENV_DROPPED
+    }
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(pythonpath)
     env["PYTHONUNBUFFERED"] = "1"

@@ -18,6 +18,15 @@ pub enum Error {
     /// An executor call was made on a thread that has no runtime running.
     #[error("no ferroloop runtime is running on this thread")]
     NoRuntime,
+    /// A poller backend name that is not `auto`, `io_uring` or `epoll`.
+    #[error("unknown event loop backend {0}: expected auto, io_uring or epoll")]
+    UnknownBackend(String),
+    /// The backend asked for cannot run here.
+    #[error("the {backend} backend is unavailable: {reason}")]
+    BackendUnavailable {
+        backend: &'static str,
+        reason: String,
+    },
 }
 
 impl From<Error> for io::Error {

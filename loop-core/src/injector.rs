@@ -171,7 +171,13 @@ mod tests {
 
     #[test]
     fn wakes_a_blocking_poll_and_keeps_order() {
-        let mut reactor: Reactor<()> = Reactor::new().unwrap();
+        for choice in crate::poller::testable_backends() {
+            eprintln!("backend: {}", choice.name());
+            wakes_and_keeps_order_on(Reactor::with_backend(choice).unwrap());
+        }
+    }
+
+    fn wakes_and_keeps_order_on(mut reactor: Reactor<()>) {
         let injector = Arc::new(Injector::new(reactor.notifier()));
         let producer = {
             let injector = Arc::clone(&injector);

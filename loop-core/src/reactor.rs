@@ -7,7 +7,7 @@
 //! still registered in the kernel) and is dropped: readiness can never reach
 //! the wrong owner (uvloop issue 645).
 
-use crate::poller::{Event, Interest, Notifier, Poller, Wait};
+use crate::poller::{Backend, BackendChoice, Event, Interest, Notifier, Poller, Wait};
 use crate::Error;
 use std::io;
 use std::os::fd::RawFd;
@@ -49,15 +49,32 @@ fn split_key(key: u64) -> (RawFd, u32) {
 }
 
 impl<S> Reactor<S> {
+    /// A reactor on the backend `FERROLOOP_BACKEND` asks for (`auto` if
+    /// unset).
     pub fn new() -> Result<Self, Error> {
+        Self::with_backend(BackendChoice::from_env()?)
+    }
+
+    /// A reactor on the backend `choice` asks for.
+    pub fn with_backend(choice: BackendChoice) -> Result<Self, Error> {
         Ok(Reactor {
-            poller: Poller::new()?,
+            poller: Poller::with_backend(choice)?,
             sources: Vec::new(),
             next_generation: 1,
             events: Vec::with_capacity(64),
             stale_dropped: 0,
             live: 0,
         })
+    }
+
+    /// The poller backend running now.
+    pub fn backend(&self) -> Backend {
+        self.poller.backend()
+    }
+
+    /// Why the reactor runs on epoll although io_uring was preferred.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.poller.fallback_reason()
     }
 
     /// A handle that wakes [`Reactor::poll`] from any thread.
@@ -120,7 +137,7 @@ impl<S> Reactor<S> {
     }
 
     /// Put `fd` in the kernel's set under key `k`.
-    fn arm(&self, fd: RawFd, k: u64, interest: Interest) -> Result<(), Error> {
+    fn arm(&mut self, fd: RawFd, k: u64, interest: Interest) -> Result<(), Error> {
         // SAFETY: see `register`'s doc: a registration that outlives its fd
         // is tolerated by the kernel and filtered by generation here.
         match unsafe { self.poller.add(fd, k, interest) } {
@@ -258,167 +275,13 @@ impl<S> Reactor<S> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    use std::os::unix::net::UnixStream;
-
-    fn poll_now<S>(reactor: &mut Reactor<S>) -> Vec<Ready> {
-        let mut out = Vec::new();
-        reactor.poll(0, &mut out).expect("poll");
-        out
-    }
-
-    #[test]
-    fn readiness_on_a_socketpair() {
-        let (a, mut b) = UnixStream::pair().unwrap();
-        let mut reactor = Reactor::new().unwrap();
-        reactor
-            .register(a.as_raw_fd(), Interest::READABLE, "a")
-            .unwrap();
-        assert!(poll_now(&mut reactor).is_empty());
-        b.write_all(b"x").unwrap();
-        let ready = poll_now(&mut reactor);
-        assert_eq!(
-            ready,
-            vec![Ready {
-                fd: a.as_raw_fd(),
-                readable: true,
-                writable: false
-            }]
-        );
-        // Level-triggered: still ready until read.
-        assert_eq!(poll_now(&mut reactor).len(), 1);
-        reactor.set_interest(a.as_raw_fd(), Interest::BOTH).unwrap();
-        let ready = poll_now(&mut reactor);
-        assert!(ready[0].readable && ready[0].writable);
-        assert_eq!(reactor.len(), 1);
-        assert_eq!(reactor.deregister(a.as_raw_fd()), Some("a"));
-        assert!(poll_now(&mut reactor).is_empty());
-        assert!(reactor.is_empty());
-    }
-
-    #[test]
-    fn stale_event_after_fd_reuse_is_dropped() {
-        let (old, mut old_peer) = UnixStream::pair().unwrap();
-        let mut reactor = Reactor::new().unwrap();
-        let fd = old.as_raw_fd();
-        reactor.register(fd, Interest::READABLE, "old").unwrap();
-        // Keep the old file alive through a dup, so the kernel keeps its
-        // registration (keyed by the old generation), then free the number.
-        // SAFETY: plain dup of an fd we own; result checked.
-        let keep = unsafe { libc::dup(fd) };
-        assert!(keep >= 0);
-        drop(old);
-        // The next socket gets the freed fd number.
-        let (new, _new_peer) = UnixStream::pair().unwrap();
-        assert_eq!(new.as_raw_fd(), fd, "fd number was reused");
-        let previous = reactor.register(fd, Interest::READABLE, "new").unwrap();
-        assert_eq!(previous, Some("old"));
-        // Readiness of the old file must not reach the new owner.
-        old_peer.write_all(b"old data").unwrap();
-        assert!(poll_now(&mut reactor).is_empty());
-        assert!(reactor.stale_dropped() >= 1);
-        // SAFETY: closing the dup made above.
-        unsafe { libc::close(keep) };
-    }
-
-    #[test]
-    fn reregister_after_close_without_deregister() {
-        let mut reactor = Reactor::new().unwrap();
-        let (a, _pa) = UnixStream::pair().unwrap();
-        let fd = a.as_raw_fd();
-        reactor.register(fd, Interest::READABLE, 1).unwrap();
-        drop(a);
-        let (b, mut pb) = UnixStream::pair().unwrap();
-        assert_eq!(b.as_raw_fd(), fd);
-        // Interest change on the reused number re-adds it to the kernel.
-        reactor.set_interest(fd, Interest::BOTH).unwrap();
-        pb.write_all(b"y").unwrap();
-        let ready = poll_now(&mut reactor);
-        assert_eq!(ready.len(), 1);
-        assert!(ready[0].readable);
-    }
-
-    #[test]
-    fn notifier_wakes_a_blocking_poll_from_another_thread() {
-        let mut reactor: Reactor<()> = Reactor::new().unwrap();
-        let notifier = reactor.notifier();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            notifier.notify().unwrap();
-        });
-        let start = std::time::Instant::now();
-        let mut out = Vec::new();
-        let wait = reactor.poll(10_000, &mut out).unwrap();
-        assert!(wait.woken);
-        assert!(start.elapsed() < std::time::Duration::from_secs(5));
-        t.join().unwrap();
-    }
-
-    #[test]
-    fn a_hung_up_fd_without_interest_does_not_end_polls() {
-        let (a, b) = UnixStream::pair().unwrap();
-        let mut reactor = Reactor::new().unwrap();
-        reactor
-            .register(a.as_raw_fd(), Interest::READABLE, ())
-            .unwrap();
-        reactor.set_interest(a.as_raw_fd(), Interest::NONE).unwrap();
-        drop(b); // the peer hangs up: epoll would report EPOLLHUP forever
-        let start = std::time::Instant::now();
-        let mut out = Vec::new();
-        let wait = reactor.poll(60, &mut out).unwrap();
-        assert!(out.is_empty());
-        assert!(!wait.woken || cfg!(ferroloop_force_polling));
-        assert!(
-            start.elapsed() >= std::time::Duration::from_millis(50),
-            "the poll waited instead of returning at once"
-        );
-        // Interest again: the hang-up is reported as readable.
-        reactor
-            .set_interest(a.as_raw_fd(), Interest::READABLE)
-            .unwrap();
-        assert_eq!(poll_now(&mut reactor).len(), 1);
-    }
-
-    #[test]
-    fn close_releases_the_poller() {
-        // (That the fds are really gone is checked through /proc/self/fd by
-        // the Python fd-leak tests; here parallel tests would race a count.)
-        let mut reactor: Reactor<()> = Reactor::new().unwrap();
-        let notifier = reactor.notifier();
-        reactor.close();
-        // A notifier outliving the poller is harmless.
-        notifier.notify().unwrap();
-        let mut out = Vec::new();
-        if cfg!(not(ferroloop_force_polling)) {
-            assert!(
-                reactor.poll(0, &mut out).is_err(),
-                "a closed epoll fd cannot be waited on"
-            );
-        }
-    }
-
-    #[test]
-    fn negative_fd_is_rejected() {
-        let mut reactor = Reactor::new().unwrap();
-        assert!(matches!(
-            reactor.register(-1, Interest::READABLE, ()),
-            Err(Error::InvalidFd(-1))
-        ));
-    }
-
-    #[test]
-    fn reinit_keeps_registrations() {
-        let (a, mut b) = UnixStream::pair().unwrap();
-        let mut reactor = Reactor::new().unwrap();
-        reactor
-            .register(a.as_raw_fd(), Interest::READABLE, ())
-            .unwrap();
-        reactor.reinit_after_fork().unwrap();
-        b.write_all(b"z").unwrap();
-        assert_eq!(poll_now(&mut reactor).len(), 1);
+#[cfg(all(test, target_os = "linux", not(ferroloop_force_polling)))]
+impl<S> Reactor<S> {
+    pub(crate) fn poller_mut(&mut self) -> &mut Poller {
+        &mut self.poller
     }
 }
+
+#[cfg(test)]
+#[path = "reactor_tests.rs"]
+mod tests;

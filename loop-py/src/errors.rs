@@ -9,6 +9,8 @@ pub fn to_pyerr(err: Error) -> PyErr {
         Error::Io(e) => os_error(&e),
         Error::InvalidFd(fd) => PyValueError::new_err(format!("Invalid file descriptor: {fd}")),
         Error::Closed => PyRuntimeError::new_err("Event loop is closed"),
+        Error::UnknownBackend(_) => PyValueError::new_err(err.to_string()),
+        Error::BackendUnavailable { .. } => PyRuntimeError::new_err(err.to_string()),
         other => PyOSError::new_err(other.to_string()),
     }
 }

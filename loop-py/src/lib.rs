@@ -43,7 +43,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli::server_settings, m)?)?;
     m.add_function(wrap_pyfunction!(cli::config_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(cli::parse_dotenv, m)?)?;
-    m.add("POLLER_BACKEND", loop_core::poller::BACKEND)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     #[cfg(feature = "test-hooks")]
     testing::register(m)?;

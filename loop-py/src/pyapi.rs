@@ -41,6 +41,7 @@ cached_attr!(enter_task, "asyncio.tasks", "_enter_task");
 cached_attr!(leave_task, "asyncio.tasks", "_leave_task");
 cached_attr!(current_task, "asyncio", "current_task");
 cached_attr!(asyncio_logger, "asyncio.log", "logger");
+cached_attr!(ferroloop_logger, "ferroloop._loop", "backend_logger");
 
 // ferroloop.Queue (src/queue): its exceptions, the running loop, heapq.
 cached_attr!(queue_empty, "asyncio", "QueueEmpty");

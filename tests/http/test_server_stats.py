@@ -85,7 +85,9 @@ def test_the_shape_is_the_contracts(start_server):
         "client_disconnects",
         "websocket",
         "tls",
+        "backend",
     }
+    assert got["backend"] in ("io_uring", "epoll")
     assert set(got["connections"]) == {"open", "accepted", "closed", "reset"}
     assert set(got["requests"]["by_method"]) == {
         "GET",

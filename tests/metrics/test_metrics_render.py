@@ -29,6 +29,7 @@ def loop_stats(n: int) -> dict:
         "ready": n,
         "timers": 3 * n,
         "fds": 4 * n,
+        "backend": "io_uring" if n == 1 else "epoll",
     }
 
 
@@ -131,6 +132,9 @@ def test_exposition_has_one_sample_per_worker(listener):
         assert samples.value("ferroloop_loop_ready_depth", **w) == n
         assert samples.value("ferroloop_loop_timer_heap_depth", **w) == 3 * n
         assert samples.value("ferroloop_loop_fds", **w) == 4 * n
+        backend = "io_uring" if n == 1 else "epoll"
+        assert samples.value("ferroloop_loop_backend", backend=backend, **w) == 1
+        assert samples.get_value("ferroloop_loop_backend", -1, backend="polling", **w) == -1
         assert samples.value("ferroloop_connections_open", **w) == n
         assert samples.value("ferroloop_connections_accepted_total", **w) == 10 * n
         assert samples.value("ferroloop_connections_reset_total", **w) == n

@@ -337,6 +337,25 @@ pub fn bench(args: &[String]) -> Result<(), String> {
 /// test hooks), the test build (with them) installed into its venv, pytest
 /// and the version's own asyncio suite (`--no-conformance` skips the
 /// latter).
+/// The test modules run a second time with `FERROLOOP_BACKEND=epoll`:
+/// the transports (asyncio's API over the native cores) and the server.
+const EPOLL_RERUN: &[&str] = &[
+    "tests/test_streams.py",
+    "tests/test_sockets.py",
+    "tests/test_datagram.py",
+    "tests/test_pipes_subprocess.py",
+    "tests/test_io_callbacks.py",
+    "tests/test_transport_failures.py",
+    "tests/test_transport_paths.py",
+    "tests/test_transport_protocols.py",
+    "tests/test_transport_stress.py",
+    "tests/test_tls.py",
+    "tests/tls",
+    "tests/http",
+    "tests/ws",
+    "tests/workers",
+];
+
 pub fn test(args: &[String]) -> Result<(), String> {
     let (selection, rest) = Selection::parse(args)?;
     let quick = rest.iter().any(|a| a == "--no-conformance");
@@ -379,6 +398,17 @@ pub fn test(args: &[String]) -> Result<(), String> {
             pytest.args(["-m", "not autobahn and not once"]);
         }
         cmd::run(&mut pytest)?;
+        if python.version == pythons[0].version {
+            // The default backend is io_uring where the kernel allows it;
+            // the transport and server modules run again on epoll, once.
+            let mut on_epoll = cmd::new(venv.python());
+            on_epoll
+                .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"])
+                .args(["-m", "not autobahn and not once"])
+                .args(EPOLL_RERUN)
+                .env("FERROLOOP_BACKEND", "epoll");
+            cmd::run(&mut on_epoll)?;
+        }
         if !quick {
             let mut conformance = cmd::new(venv.python());
             conformance.args(["tests/conformance/run.py", "--loop", "ferroloop"]);
@@ -441,7 +471,15 @@ fn rust_checks(venv: &Venv) -> Result<(), String> {
     unit.args(["test", "--workspace"]);
     with_python(&mut unit);
     cmd::run(&mut unit)?;
-    // The portable poller backend, forced on Linux.
+    // The crates under the loop again with epoll as their default backend
+    // (the line above ran them on auto: io_uring where the kernel allows
+    // it; the reactor's own tests run on both either way). Same build.
+    cmd::run(
+        cmd::new("cargo")
+            .args(["test", "-p", "loop-core", "-p", "loop-transports"])
+            .env("FERROLOOP_BACKEND", "epoll"),
+    )?;
+    // The portable poller backend, forced on Linux (the third backend).
     cmd::run(
         cmd::new("cargo")
             .args(["test", "-p", "loop-core"])

@@ -463,7 +463,7 @@ impl Setting {
 mod rows;
 pub mod uvicorn;
 
-pub use rows::{INTERFACES, LIFESPANS, LOG_LEVELS, SETTINGS, WS_IMPLEMENTATIONS};
+pub use rows::{BACKENDS, INTERFACES, LIFESPANS, LOG_LEVELS, SETTINGS, WS_IMPLEMENTATIONS};
 
 /// The setting called `name`.
 pub fn find(name: &str) -> Option<&'static Setting> {
@@ -601,5 +601,6 @@ mod tests {
         let levels: Vec<&str> = LogLevel::ALL.iter().map(|v| v.as_str()).collect();
         assert_eq!(LIFESPANS, lifespans);
         assert_eq!(LOG_LEVELS, levels);
+        assert_eq!(BACKENDS, loop_core::poller::BACKEND_CHOICES);
     }
 }

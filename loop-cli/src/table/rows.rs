@@ -545,6 +545,21 @@ pub static SETTINGS: &[Setting] = &[
         "ferroloop always runs on its own event loop",
     )),
     Setting::new(
+        "backend",
+        Kind::Choice {
+            values: BACKENDS,
+            ignore_case: false,
+        },
+        Lit::None,
+        "Event loop backend of the server and its workers: auto (io_uring where the kernel and \
+         the container allow it, else epoll, saying why in one line), io_uring (an error where \
+         it is unavailable) or epoll. Unset: the FERROLOOP_BACKEND environment variable's, \
+         else auto.",
+    )
+    .cli("--backend")
+    .null(Null::Unset)
+    .expected("expected one of: auto, io_uring, epoll"),
+    Setting::new(
         "http",
         Kind::Text(Text::Any),
         Lit::Str("auto"),
@@ -798,6 +813,9 @@ pub static SETTINGS: &[Setting] = &[
 /// The `--ws` values (uvicorn's).
 pub const WS_IMPLEMENTATIONS: &[&str] =
     &["auto", "none", "websockets", "websockets-sansio", "wsproto"];
+
+/// The `--backend` values (loop-core's `BackendChoice` spellings).
+pub const BACKENDS: &[&str] = &["auto", "io_uring", "epoll"];
 
 /// The `--ssl-min-version` values.
 pub const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];

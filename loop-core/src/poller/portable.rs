@@ -25,7 +25,7 @@ fn event(key: u64, interest: Interest) -> polling::Event {
 
 /// Wakes a poller from any thread.
 #[derive(Clone, Debug)]
-pub struct Notifier {
+pub(super) struct Notifier {
     poller: Arc<Mutex<Option<Arc<polling::Poller>>>>,
 }
 
@@ -44,7 +44,7 @@ impl Notifier {
 }
 
 #[derive(Debug)]
-pub struct Poller {
+pub(super) struct Poller {
     shared: Arc<Mutex<Option<Arc<polling::Poller>>>>,
     poller: Arc<polling::Poller>,
     events: polling::Events,
@@ -112,7 +112,10 @@ impl Poller {
         // `polling` swallows its own notification; report a wake-up whenever
         // the wait ended without events before its deadline could have come.
         // The caller drains its injector after every wait anyway.
-        Ok(Wait { woken: true })
+        Ok(Wait {
+            woken: true,
+            fell_back: false,
+        })
     }
 
     pub fn reinit(&mut self) -> io::Result<()> {

@@ -81,6 +81,22 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except (OSError, ValueError) as exc:  # the message names the file
         logger.error("%s", exc)
         return EXIT_STARTUP_FAILED
+    try:
+        # The backend asked for can run here (a forced io_uring in a
+        # container that refuses it), before anything binds or forks; with
+        # auto, the loop logs why it runs on epoll, once.
+        from ._loop import _log_fallback
+
+        # The native loop alone: no Python attributes, so no reference
+        # cycle for the collector to finalize later; freed at once.
+        probe = _native.Loop(backend=config.backend)
+        if probe._backend_fallback is not None:
+            _log_fallback(probe._backend_fallback)
+        probe._close()
+        del probe
+    except (RuntimeError, ValueError) as exc:
+        logger.error("--backend %s: %s", config.backend or os.environ.get("FERROLOOP_BACKEND") or "auto", exc)
+        return EXIT_STARTUP_FAILED
     if config.workers > 1 or config.reload:
         return _supervise(config)
     try:
@@ -92,7 +108,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     from .server._server import Server
 
     try:
-        run(Server(config).serve())
+        run(Server(config).serve(), backend=config.backend)
     except LifespanFailed:
         return EXIT_STARTUP_FAILED
     except OSError as exc:

@@ -33,6 +33,13 @@ from ._streams import StreamOps
 from ._subprocess import SubprocessOps, abandon_children
 
 logger = logging.getLogger("asyncio")
+#: The poller backend's one INFO line (why `auto` did not give io_uring) and
+#: the warning of a ring that failed mid-run. Not asyncio's logger: asyncio
+#: has no backends, and the server's logging configuration shows
+#: `ferroloop` at INFO (a plain program, unconfigured, stays quiet).
+backend_logger = logging.getLogger("ferroloop")
+#: The INFO line was logged in this process (inherited by a forked child).
+_fallback_logged = False
 
 _T = TypeVar("_T")
 
@@ -55,6 +62,7 @@ class LoopStats(TypedDict):
     ready: int  #: handles queued for the next tick now
     timers: int  #: scheduled timers not known to be cancelled, now
     fds: int  #: registered fds now
+    backend: str  #: the poller backend: "io_uring", "epoll" (or "polling" in a build with only it)
 
 # The stdlib's own callback, not a copy: anyio finds the root task (for
 # worker threads) by looking for exactly this function among a task's
@@ -94,8 +102,11 @@ _BIND_CALL_SOON = sys.version_info < (3, 12)
 class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketOps, asyncio.AbstractEventLoop):
     """A ferroloop event loop; use it wherever an asyncio loop is expected."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, backend: str | None = None) -> None:
+        # `backend` was taken by the native constructor (`__new__`).
         super().__init__()
+        if self._backend_fallback is not None:
+            _log_fallback(self._backend_fallback)
         self._default_executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_shutdown_called = False
         self._exception_handler: Callable[[Any, dict[str, Any]], object] | None = None
@@ -372,6 +383,15 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
     # asyncio's own: it calls the handler in the failing task's or handle's
     # context from 3.12 on, and each version's way is the reference.
     call_exception_handler = base_events.BaseEventLoop.call_exception_handler
+
+
+def _log_fallback(reason: str) -> None:
+    """`auto` runs on epoll because io_uring cannot be used: say why, once
+    per process."""
+    global _fallback_logged
+    if not _fallback_logged:
+        _fallback_logged = True
+        backend_logger.info("Event loop backend: epoll (io_uring unavailable: %s)", reason)
 
 
 # Loops alive in this process, for the fork hook.

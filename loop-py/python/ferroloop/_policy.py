@@ -18,18 +18,21 @@ with warnings.catch_warnings():
     _DefaultPolicy: Any = asyncio.DefaultEventLoopPolicy
 
 
-def new_event_loop() -> Loop:
+def new_event_loop(*, backend: str | None = None) -> Loop:
     """A new ferroloop loop (``asyncio.Runner(loop_factory=...)``,
-    ``uvicorn --loop ferroloop:new_event_loop``)."""
-    return Loop()
+    ``uvicorn --loop ferroloop:new_event_loop``). ``backend``: ``"auto"``,
+    ``"io_uring"`` or ``"epoll"``; None reads ``FERROLOOP_BACKEND``
+    (``auto`` when unset)."""
+    return Loop(backend=backend)
 
 
-def run(main: Coroutine[Any, Any, _T], *, debug: bool | None = None) -> _T:
-    """Like ``asyncio.run(main)``, on a ferroloop loop."""
+def run(main: Coroutine[Any, Any, _T], *, debug: bool | None = None, backend: str | None = None) -> _T:
+    """Like ``asyncio.run(main)``, on a ferroloop loop (``backend`` as in
+    ``new_event_loop``)."""
     if asyncio.events._get_running_loop() is not None:
         # Fail before a Runner exists: its cleanup would mask this error.
         raise RuntimeError("ferroloop.run() cannot be called from a running event loop")
-    with asyncio.Runner(debug=debug, loop_factory=new_event_loop) as runner:
+    with asyncio.Runner(debug=debug, loop_factory=lambda: new_event_loop(backend=backend)) as runner:
         return runner.run(main)
 
 

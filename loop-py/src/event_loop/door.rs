@@ -136,7 +136,7 @@ mod tests {
         const THREADS: usize = 4;
         const EACH: usize = 300;
         let event_loop: Arc<Py<Loop>> = Arc::new(Python::attach(|py| {
-            Py::new(py, Loop::new().unwrap()).unwrap()
+            Py::new(py, Loop::new(None).unwrap()).unwrap()
         }));
         let door = event_loop.get().door();
         let ran: Arc<Mutex<Vec<(usize, usize, u64)>>> = Arc::default();

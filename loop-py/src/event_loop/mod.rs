@@ -28,6 +28,7 @@ use crate::pyapi;
 use crate::shared_context::{self, Sharing, Snapshot};
 use loop_core::clock;
 use loop_core::injector::Injector;
+use loop_core::poller::BackendChoice;
 use loop_core::reactor::{Reactor, Ready};
 use loop_core::ready::ReadyQueue;
 use loop_core::stats::LoopStats;
@@ -145,6 +146,17 @@ pub struct Loop {
     /// This process is a child forked from inside a run of this loop: for
     /// asyncio no loop runs here (see [`Loop::runs_here`]).
     forked_in_run: AtomicBool,
+    /// The poller backend and why it is not io_uring when io_uring was
+    /// preferred; readable from any thread (`stats()`, the server's
+    /// metrics), changed only by a fall-back from io_uring mid-run.
+    backend: Mutex<BackendState>,
+}
+
+/// What [`Loop::backend`] keeps.
+#[derive(Clone)]
+pub(crate) struct BackendState {
+    pub(crate) name: &'static str,
+    pub(crate) fallback: Option<String>,
 }
 
 /// A freed loop's door refuses from then on (work sent to it would never
@@ -168,6 +180,21 @@ fn number_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
             .unwrap_or_default();
         PyTypeError::new_err(format!("{what} must be a real number, not {type_name}"))
     })
+}
+
+impl Loop {
+    pub(crate) fn backend_state(&self) -> BackendState {
+        self.backend
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The poller switched from io_uring to epoll mid-run.
+    fn note_fallback(&self, name: &'static str, fallback: Option<String>) {
+        *self.backend.lock().unwrap_or_else(PoisonError::into_inner) =
+            BackendState { name, fallback };
+    }
 }
 
 impl Loop {
@@ -472,9 +499,21 @@ impl Loop {
         unsafe { self.loop_keyword.clear_in_gc() };
     }
 
+    /// `backend`: `"auto"`, `"io_uring"` or `"epoll"`; `None` reads
+    /// `FERROLOOP_BACKEND` (`auto` when unset).
     #[new]
-    fn new() -> PyResult<Self> {
-        let reactor = Reactor::new().map_err(to_pyerr)?;
+    #[pyo3(signature = (*, backend=None))]
+    fn new(backend: Option<&str>) -> PyResult<Self> {
+        let choice = match backend {
+            None => BackendChoice::from_env(),
+            Some(text) => BackendChoice::parse(text),
+        }
+        .map_err(to_pyerr)?;
+        let reactor = Reactor::with_backend(choice).map_err(to_pyerr)?;
+        let backend = BackendState {
+            name: reactor.backend().name(),
+            fallback: reactor.fallback_reason().map(str::to_string),
+        };
         let injector = Arc::new(Injector::new(reactor.notifier()));
         Ok(Loop {
             state: Owned::new(State {
@@ -501,6 +540,7 @@ impl Loop {
             snapshot: GilCell::new(Snapshot::default()),
             loop_keyword: LoopKeyword::new(),
             forked_in_run: AtomicBool::new(false),
+            backend: Mutex::new(backend),
         })
     }
 
@@ -731,6 +771,7 @@ impl Loop {
         d.set_item(intern!(py, "ready"), ready)?;
         d.set_item(intern!(py, "timers"), timers)?;
         d.set_item(intern!(py, "fds"), fds)?;
+        d.set_item(intern!(py, "backend"), self.backend_state().name)?;
         Ok(d)
     }
 
@@ -808,9 +849,17 @@ impl Loop {
         Loop::remove_fd_callback(slf, fd, true)
     }
 
-    /// Name of the poller backend compiled in (`"epoll"` or `"polling"`).
+    /// The poller backend this loop runs on: `"io_uring"`, `"epoll"` or
+    /// (a build with only it) `"polling"`.
     #[getter]
     fn _poller_backend(&self, py: Python<'_>) -> Py<PyString> {
-        PyString::intern(py, loop_core::poller::BACKEND).unbind()
+        PyString::intern(py, self.backend_state().name).unbind()
+    }
+
+    /// Why this loop runs on epoll although io_uring was preferred (`auto`
+    /// found it unusable, or the ring failed mid-run); None otherwise.
+    #[getter]
+    fn _backend_fallback(&self) -> Option<String> {
+        self.backend_state().fallback
     }
 }

@@ -29,6 +29,7 @@ impl Loop {
         let mut graveyard: Graveyard = Vec::new();
         let blocking;
         let mut slept_long = false;
+        let mut fell_back = None;
         let mut batch = {
             let mut guard = self.state()?;
             let st = &mut *guard;
@@ -89,6 +90,12 @@ impl Loop {
                     reactor.poll(0, &mut events)
                 }
             };
+            if let Ok(wait) = &waited {
+                if wait.fell_back {
+                    let reason = st.reactor.fallback_reason().map(str::to_string);
+                    fell_back = Some((st.reactor.backend().name(), reason));
+                }
+            }
             match waited {
                 Ok(wait) if wait.woken => self.injector.acknowledge_wake(),
                 Ok(_) => {}
@@ -150,6 +157,9 @@ impl Loop {
             batch
         };
         drop(graveyard);
+        if let Some((name, reason)) = fell_back {
+            self.ring_failed(py, name, reason)?;
+        }
         if slept_long {
             // An emptied handle holds no references: freeing it runs no Python.
             drop(self.pool.with(py, HandlePool::trim_idle));
@@ -178,6 +188,22 @@ impl Loop {
         // (`_thread.interrupt_main`) is handled now, not after a poll that
         // may block with nothing else scheduled.
         py.check_signals()
+    }
+
+    /// The io_uring ring failed mid-run and the poller went on with epoll:
+    /// say so once, as a warning on the `ferroloop` logger.
+    #[cold]
+    #[inline(never)]
+    fn ring_failed(
+        &self,
+        py: Python<'_>,
+        name: &'static str,
+        reason: Option<String>,
+    ) -> PyResult<()> {
+        self.note_fallback(name, reason.clone());
+        let message = reason.unwrap_or_else(|| format!("the event loop now runs on {name}"));
+        pyapi::ferroloop_logger(py)?.call_method1("warning", (message,))?;
+        Ok(())
     }
 
     /// KeyboardInterrupt/SystemExit out of a callback: the callbacks not run

@@ -70,6 +70,7 @@ class Config:
     ws_close_timeout: float
     timeout_worker_healthcheck: int
     loop: str
+    backend: str | None
     http: str
     ssl_keyfile: str | None
     ssl_certfile: str | None
@@ -146,6 +147,7 @@ class Config:
         ws_close_timeout: float = 10.0,
         timeout_worker_healthcheck: int = 5,
         loop: str = "auto",
+        backend: str | None = None,
         http: str = "auto",
         ssl_keyfile: str | os.PathLike[str] | None = None,
         ssl_certfile: str | os.PathLike[str] | None = None,

@@ -52,7 +52,7 @@ class ExtraLoops:
 
             def main(server: Any = server) -> None:
                 try:
-                    run(server.serve(sockets=sockets))
+                    run(server.serve(sockets=sockets), backend=primary.config.backend)
                 except BaseException as exc:  # noqa: BLE001 - reported to the primary
                     self._failures.append(exc)
                     if not server.started:

@@ -35,6 +35,9 @@ class Family:
     path: tuple[str, ...]
     label: str | None = None
     prefix: str = ""
+    #: An info gauge: the value at `path` is a string, given as this label
+    #: of a sample whose value is 1.
+    info: str | None = None
 
 
 def _counter(name: str, help: str, *path: str, label: str | None = None, prefix: str = "") -> Family:
@@ -43,6 +46,10 @@ def _counter(name: str, help: str, *path: str, label: str | None = None, prefix:
 
 def _gauge(name: str, help: str, *path: str) -> Family:
     return Family(name, "gauge", help, path)
+
+
+def _info(name: str, help: str, label: str, *path: str) -> Family:
+    return Family(name, "gauge", help, path, info=label)
 
 
 #: Every family, in exposition order: the loop's (`loop.stats()`), then the
@@ -61,6 +68,7 @@ FAMILIES: tuple[Family, ...] = (
     _gauge("loop_ready_depth", "Callbacks in the ready queue.", "loop", "ready"),
     _gauge("loop_timer_heap_depth", "Timers scheduled and not cancelled.", "loop", "timers"),
     _gauge("loop_fds", "File descriptors registered with the poller.", "loop", "fds"),
+    _info("loop_backend", "The event loop's poller backend (label backend), always 1.", "backend", "loop", "backend"),
     _gauge("connections_open", "Connections open.", "server", "connections", "open"),
     _counter("connections_accepted", "Connections accepted.", "server", "connections", "accepted"),
     _counter("connections_closed", "Connections closed.", "server", "connections", "closed"),
@@ -116,7 +124,10 @@ def render(snapshot: Snapshot, unhealthy: Iterable[str] = ()) -> str:
         for label, entry in snapshot:
             value = _lookup(entry, family.path)
             worker = (("worker", label),)
-            if family.label is None:
+            if family.info is not None:
+                if isinstance(value, str) and value:
+                    samples.append((worker + ((family.info, value),), 1))
+            elif family.label is None:
                 if _is_number(value):
                     samples.append((worker, value))
             elif isinstance(value, Mapping):
@@ -179,7 +190,8 @@ def _escape_label(text: str) -> str:
 def stats_document(snapshot: Snapshot, unhealthy: Iterable[str] = ()) -> dict[str, Any]:
     """`/stats`: {"workers": {label: entry with its `healthy`}, "total":
     the entries' numbers summed (loop utilization recomputed from the
-    summed seconds)}."""
+    summed seconds), names such as the backend kept where all agree
+    ("mixed" where they do not)}."""
     failed = set(unhealthy)
     workers = {label: {**entry, "healthy": is_healthy(label, entry, failed)} for label, entry in snapshot}
     total: dict[str, Any] = {}
@@ -198,3 +210,6 @@ def _add(total: dict[str, Any], entry: Mapping[str, Any]) -> None:
             _add(total.setdefault(key, {}), value)
         elif _is_number(value):
             total[key] = total.get(key, 0) + value
+        elif isinstance(value, str):
+            # A name (the loop's backend): kept when the workers agree.
+            total[key] = value if total.get(key, value) == value else "mixed"

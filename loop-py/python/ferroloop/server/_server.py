@@ -61,6 +61,7 @@ class ServerStats(TypedDict, total=False):
     client_disconnects: int
     websocket: WebSocketStats
     tls: dict[str, Any]
+    backend: str  #: the event loop's poller backend: "io_uring" or "epoll"
 
 
 class Server:
@@ -135,11 +136,13 @@ class Server:
         out, on the wire), `rejections` (the statuses the server answered
         itself), `timeouts` (by kind), `app_exceptions`,
         `client_disconnects` (app calls ended by their client leaving),
-        `websocket` (sessions, messages, close codes) and `tls` (as `tls_stats()`;
-        empty without TLS). See docs/server.md, "Server.stats()"."""
+        `websocket` (sessions, messages, close codes), `tls` (as `tls_stats()`;
+        empty without TLS) and `backend` (the loop's poller backend). See
+        docs/server.md, "Server.stats()"."""
         if self._native is None:
             return {}
         stats: ServerStats = self._native.stats()
+        stats["backend"] = str(getattr(self._loop, "_poller_backend", ""))
         if self._extra_loops is not None:
             for more in self._extra_loops.stats():
                 add_up(stats, more)  # type: ignore[arg-type]
@@ -479,4 +482,4 @@ def serve(app: Callable[..., Any] | str, host: str = "127.0.0.1", port: int = 80
         if code:
             raise SystemExit(code)
         return
-    run(Server(config).serve())
+    run(Server(config).serve(), backend=config.backend)

@@ -708,7 +708,7 @@ def supervise(config: Config) -> int:
     try:
         if config.preload:
             config.load_app()  # once, here: the workers inherit it (copy-on-write)
-        return run(_main(config, sockets))
+        return run(_main(config, sockets), backend=config.backend)
     finally:
         for sock in owned:
             sock.close()

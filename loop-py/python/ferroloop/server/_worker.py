@@ -93,7 +93,7 @@ def _run(config: Config, sockets: list[socket.socket], control: socket.socket, l
         _report_failure(control, f"Error loading ASGI app. {type(exc).__name__}: {exc}", EXIT_APP_ERROR)
         return EXIT_APP_ERROR
     try:
-        run(_serve(config, sockets, control, label))
+        run(_serve(config, sockets, control, label), backend=config.backend)
     except LifespanFailed:
         return EXIT_STARTUP_FAILED  # reported by _serve
     return 0
