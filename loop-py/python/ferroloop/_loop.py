@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import logging
 import os
@@ -230,6 +231,28 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         super().set_debug(enabled)
         if self.is_running():
             self.call_soon_threadsafe(self._set_coroutine_origin_tracking, bool(enabled))
+
+    if sys.version_info >= (3, 14):
+
+        def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any,
+                                 context: contextvars.Context | None = None) -> asyncio.Handle:
+            """Like call_soon(), from any thread. From 3.14 on the handle is
+            asyncio's own ``_ThreadSafeHandle``: its lock makes a
+            ``cancel()`` or ``cancelled()`` from another thread wait while the
+            callback runs, and a handle cancelled before it runs never
+            calls back. The loop queues the handle's ``_run`` natively (in
+            an empty context: ``_run`` enters the handle's own)."""
+            self._check_closed()
+            if self.get_debug():
+                self._check_callback(callback, "call_soon_threadsafe")
+            handle = events._ThreadSafeHandle(callback, args, self, context)  # type: ignore[attr-defined]
+            _native.Loop.call_soon_threadsafe(self, handle._run, context=contextvars.Context())
+            # asyncio's own trimming: drop this frame and _ThreadSafeHandle's.
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            return handle
 
     def _set_coroutine_origin_tracking(self, enabled: bool) -> None:
         if bool(enabled) == bool(self._coroutine_origin_tracking_enabled):
