@@ -15,9 +15,11 @@ go straight to the socket (``WritePump``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import inspect
 import socket
+import sys
 import warnings
 from asyncio import base_events, constants, trsock
 from typing import Any
@@ -48,6 +50,8 @@ class ReadBuffer:
 #: After this many writes to a lost connection, warn (asyncio's threshold).
 LOG_THRESHOLD_FOR_CONNLOST_WRITES = 5
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
+#: What write() takes, as asyncio's socket transport words it on this version.
+_WRITABLE = "a bytes, bytearray, or memoryview object" if sys.version_info >= (3, 14) else "a bytes-like object"
 
 
 def set_nodelay(sock: socket.socket) -> None:
@@ -90,7 +94,7 @@ class SocketTransportBase(FlowControl):
     _extra: dict[str, Any]
     _buffer: Any
 
-    def _init_socket(self, loop: Any, sock: socket.socket) -> None:
+    def _init_socket(self, loop: Any, sock: socket.socket, context: contextvars.Context | None = None) -> None:
         self._extra["socket"] = trsock.TransportSocket(sock)
         try:
             self._extra["sockname"] = sock.getsockname()
@@ -102,6 +106,11 @@ class SocketTransportBase(FlowControl):
             except OSError:
                 self._extra["peername"] = None
         self._loop = loop
+        #: What the protocol's callbacks run in: on 3.15 the connection's
+        #: own context (a copy of the server's, or of the connecting
+        #: caller's); None elsewhere: a copy of the current one per callback,
+        #: as before 3.15.
+        self._context = context
         self._sock: socket.socket | None = sock
         self._sock_fd = sock.fileno()
         self._protocol: Any = None
@@ -130,7 +139,7 @@ class SocketTransportBase(FlowControl):
         if not self._buffer:
             self._conn_lost += 1
             self._loop._remove_writer(self._sock_fd)
-            self._loop.call_soon(self._call_connection_lost, None)
+            self._call_soon(self._call_connection_lost, None)
 
     def abort(self) -> None:
         self._force_close(None)
@@ -165,7 +174,7 @@ class SocketTransportBase(FlowControl):
             self._closing = True
             self._loop._remove_reader(self._sock_fd)
         self._conn_lost += 1
-        self._loop.call_soon(self._call_connection_lost, exc)
+        self._call_soon(self._call_connection_lost, exc)
 
     def _call_connection_lost(self, exc: BaseException | None) -> None:
         try:
@@ -181,9 +190,12 @@ class SocketTransportBase(FlowControl):
 
     # -- reading (asyncio's _SelectorTransport: streams and datagrams) -------------
 
+    def _call_soon(self, callback: Any, *args: Any) -> None:
+        self._loop.call_soon(callback, *args, context=self._context)
+
     def _add_reader(self) -> None:
         if self.is_reading():
-            self._loop._add_reader(self._sock_fd, self._read_ready)
+            self._loop._add_reader(self._sock_fd, self._read_ready, context=self._context)
 
     def is_reading(self) -> bool:
         return not self._paused and not self._closing
@@ -213,9 +225,9 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
 
     def __init__(self, loop: Any, sock: socket.socket, protocol: asyncio.BaseProtocol,
                  waiter: asyncio.Future[Any] | None = None, extra: dict[str, Any] | None = None,
-                 server: Any = None) -> None:
+                 server: Any = None, context: contextvars.Context | None = None) -> None:
         super().__init__(extra)
-        self._init_socket(loop, sock)
+        self._init_socket(loop, sock, context)
         self._read_buffer: ReadBuffer = loop._read_buffer
         self._read_eof = False
         self._read_ready: Any = None
@@ -241,10 +253,10 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
                 raise
         loop._transports[self._sock_fd] = self
         set_nodelay(sock)
-        loop.call_soon(self._protocol.connection_made, self)
-        loop.call_soon(self._add_reader)
+        self._call_soon(self._protocol.connection_made, self)
+        self._call_soon(self._add_reader)
         if waiter is not None:
-            loop.call_soon(_set_result_unless_cancelled, waiter, None)
+            self._call_soon(_set_result_unless_cancelled, waiter, None)
 
     def __repr__(self) -> str:
         info = [type(self).__name__]
@@ -275,7 +287,7 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         # The reader is registered as the callback itself (no dispatch frame
         # per read), so a new protocol re-registers it.
         if switched and self.is_reading() and not self._read_eof:
-            self._loop._add_reader(self._sock_fd, self._read_ready)
+            self._loop._add_reader(self._sock_fd, self._read_ready, context=self._context)
 
     # -- reading -------------------------------------------------------------------
 
@@ -331,7 +343,7 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
 
     def write(self, data: Any) -> None:
         if not isinstance(data, (bytes, bytearray, memoryview)):
-            raise TypeError(f"data argument must be a bytes-like object, not {type(data).__name__!r}")
+            raise TypeError(f"data argument must be {_WRITABLE}, not {type(data).__name__!r}")
         if self._eof:
             raise RuntimeError("Cannot call write() after write_eof()")
         if self._empty_waiter is not None:
@@ -367,7 +379,7 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         """What a write could not send at once (here or in WritePump):
         buffer it, wait for writability."""
         self._buffer += memoryview(data)[sent:]
-        self._loop._add_writer(self._sock_fd, self._write_ready)
+        self._loop._add_writer(self._sock_fd, self._write_ready, context=self._context)
         self._sync_direct()
         self._maybe_pause_protocol()
 
@@ -452,7 +464,16 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
 
     # -- closing -------------------------------------------------------------------
 
+    @property
+    def _read_ready_cb(self) -> Any:
+        """asyncio's name for the reader callback: None once the transport
+        closes (tests of asyncio's transports read it)."""
+        return self._read_ready
+
     def close(self) -> None:
+        if not self._closing:
+            # Nothing is read after close(), and the reader holds the transport.
+            self._read_ready = None
         super().close()
         self._sync_direct()
 
@@ -464,7 +485,13 @@ class SocketTransport(SocketTransportBase, asyncio.Transport):
         self._buffer.clear()
 
     def _after_connection_lost(self) -> None:
-        self._sync_direct()
+        # The reader and the write pump hold the transport: without them it
+        # is in no reference cycle and goes as soon as its last user lets go
+        # (asyncio drops its read callback the same way, gh-159049).
+        self._read_ready = None
+        if self._write_pump is not None:
+            self._write_pump = None
+            del self.write
         server = self._server
         if server is not None:
             _detach(server, self)

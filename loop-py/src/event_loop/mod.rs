@@ -736,25 +736,30 @@ impl Loop {
 
     /// `add_reader` returning the registered handle (asyncio's private
     /// `_add_reader`), so a waiter can tell whether it was replaced.
-    #[pyo3(signature = (fd, callback, *args))]
+    /// `context`: what the callback runs in (3.15's transports pass their
+    /// connection's); by default a copy of the current one.
+    #[pyo3(signature = (fd, callback, *args, context=None))]
     fn _add_reader(
         slf: &Bound<'_, Self>,
         fd: &Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<Handle>> {
-        Loop::add_fd_callback(slf, fd, callback, args, false)
+        Loop::add_fd_callback_in(slf, fd, callback, args, false, context)
     }
 
-    /// `add_writer` returning the registered handle.
-    #[pyo3(signature = (fd, callback, *args))]
+    /// `add_writer` returning the registered handle (and `context=`, as
+    /// `_add_reader`).
+    #[pyo3(signature = (fd, callback, *args, context=None))]
     fn _add_writer(
         slf: &Bound<'_, Self>,
         fd: &Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<Handle>> {
-        Loop::add_fd_callback(slf, fd, callback, args, true)
+        Loop::add_fd_callback_in(slf, fd, callback, args, true, context)
     }
 
     fn remove_reader(slf: &Bound<'_, Self>, fd: &Bound<'_, PyAny>) -> PyResult<bool> {
