@@ -270,11 +270,15 @@ def free_port() -> int:
 def child_env(extra: dict | None = None, *, pythonpath: tuple[str, ...] = ()) -> dict:
     """The environment of a child server: this one's without
     `FERROLOOP_*` and `SERVER_ENV_DROPPED`, with `pythonpath` as its
-    `PYTHONPATH`, unbuffered output, then `extra`."""
+    `PYTHONPATH`, unbuffered output, no bytecode written, then `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("FERROLOOP_") and k not in SERVER_ENV_DROPPED}
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(pythonpath)
     env["PYTHONUNBUFFERED"] = "1"
+    # The reload tests rewrite an app within the same second at the same
+    # size ("v1" -> "v2"): a .pyc cached meanwhile would pass the import
+    # system's mtime-and-size check and serve the old code.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra or {})
     return env
 
