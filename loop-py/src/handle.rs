@@ -578,6 +578,13 @@ impl Core {
         visited
     }
 
+    /// Drop every reference now (the handle is garbage with its loop,
+    /// see `Loop::_close`).
+    pub(crate) fn forget(&self, py: Python<'_>) {
+        let fields = self.fields.with(py, std::mem::take);
+        fields.drop_attached(py);
+    }
+
     /// GC clear: drop every reference (the object is unreachable).
     fn clear(&self) {
         // SAFETY: called from `__clear__`; the fields are dropped after the
@@ -741,6 +748,10 @@ impl TimerHandle {
     #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.core.is_cancelled()
+    }
+
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
     }
 }
 

@@ -128,6 +128,8 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         if not self.is_closed():
             _warn(f"unclosed event loop {self!r}", ResourceWarning, source=self)
             if not self.is_running():
+                # Garbage: the handles it queues are too (see _native's _close).
+                self._finalizing = True
                 self.close()
 
     # -- private attributes asyncio's loop has ----------------------------
@@ -223,7 +225,7 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         self._default_executor = None
         if self._child_pidfds:
             abandon_children(self)
-        self._close()
+        self._close(finalizing=getattr(self, "_finalizing", False))
         if executor is not None:
             executor.shutdown(wait=False)
 

@@ -16,7 +16,7 @@ use tick::{panic_message, RunGuard};
 use crate::call_args::CallArgs;
 use crate::errors::{closed, not_thread_safe, to_pyerr};
 use crate::gil_cell::GilCell;
-use crate::handle::{release_timer, track, AnyHandle, Handle, NewHandle, TimerHandle};
+use crate::handle::{release_timer, track, AnyHandle, Core, Handle, NewHandle, TimerHandle};
 use crate::handle_pool::HandlePool;
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
@@ -57,6 +57,10 @@ impl ScheduledTimer {
             Some(timer) => AnyHandle::visit_timer(timer, visit),
             None => Ok(()),
         }
+    }
+
+    fn core(&self) -> Option<&Core> {
+        self.0.as_ref().map(|timer| timer.get().core())
     }
 }
 
@@ -598,7 +602,17 @@ impl Loop {
     }
 
     /// The native part of `close`: drop every pending callback and timer.
-    fn _close(&self, py: Python<'_>) -> PyResult<()> {
+    /// Close the loop's native side. `finalizing`: its `__del__` closes it,
+    /// so it is garbage, and so is every handle it still queues (each
+    /// points back at it, or the loop would be reachable): those are
+    /// emptied before they are let go of. A queued handle someone else
+    /// holds goes back on the collector's lists when released, and with
+    /// its references intact CPython 3.15 counts it as a reference from
+    /// outside the garbage it was found in, so the whole cycle (loop,
+    /// handle, the callback's owner holding the handle) came back to life
+    /// until the next collection.
+    #[pyo3(signature = (finalizing=false))]
+    fn _close(&self, py: Python<'_>, finalizing: bool) -> PyResult<()> {
         if self.state.owner() != 0 {
             return Err(PyRuntimeError::new_err("Cannot close a running event loop"));
         }
@@ -621,6 +635,12 @@ impl Loop {
         };
         let mut queued: Vec<AnyHandle> = Vec::new();
         self.injector.take_all(&mut queued);
+        if finalizing {
+            let cores = ready.iter().chain(&queued).map(AnyHandle::core);
+            for core in cores.chain(timers.iter().filter_map(ScheduledTimer::core)) {
+                core.forget(py);
+            }
+        }
         for handle in ready.into_iter().chain(queued) {
             drop(handle.release(py));
         }
