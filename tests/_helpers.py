@@ -90,6 +90,19 @@ def ferroloop_test_hooks() -> types.ModuleType:
     )
 
 
+def get_event_loop_policy() -> asyncio.AbstractEventLoopPolicy:
+    """asyncio's current policy, without 3.14's deprecation warning (the
+    getter asyncio's own tests use there)."""
+    getter = getattr(asyncio.events, "_get_event_loop_policy", None) or asyncio.get_event_loop_policy
+    return getter()
+
+
+def set_event_loop_policy(policy: asyncio.AbstractEventLoopPolicy | None) -> None:
+    """``asyncio.set_event_loop_policy`` without 3.14's deprecation warning."""
+    setter = getattr(asyncio.events, "_set_event_loop_policy", None) or asyncio.set_event_loop_policy
+    setter(policy)
+
+
 def loop_class(impl: types.ModuleType) -> type:
     """The concrete class of the loops that ``impl.new_event_loop()`` builds."""
     loop = impl.new_event_loop()

@@ -92,6 +92,10 @@ def _bind_call_soon(loop: Any) -> Any:
 
 _BIND_CALL_SOON = sys.version_info < (3, 12)
 
+#: asyncio's own check (legacy ``@coroutine`` markers included), without the
+#: DeprecationWarning the public name gives from 3.14 on.
+_iscoroutinefunction = getattr(coroutines, "_iscoroutinefunction", coroutines.iscoroutinefunction)
+
 
 class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketOps, asyncio.AbstractEventLoop):
     """A ferroloop event loop; use it wherever an asyncio loop is expected."""
@@ -332,7 +336,7 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         return futures.wrap_future(executor.submit(func, *args), loop=self)
 
     def _check_callback(self, callback: Any, method: str) -> None:
-        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+        if asyncio.iscoroutine(callback) or _iscoroutinefunction(callback):
             raise TypeError(f"coroutines cannot be used with {method}()")
         if not callable(callback):
             raise TypeError(f"a callable object was expected by {method}(), got {callback!r}")
@@ -358,7 +362,7 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
     # -- signals -------------------------------------------------------------
 
     def add_signal_handler(self, sig: int, callback: Callable[..., object], *args: Any) -> None:
-        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+        if asyncio.iscoroutine(callback) or _iscoroutinefunction(callback):
             raise TypeError("coroutines cannot be used with add_signal_handler()")
         self._signal_handlers.add(sig, callback, args)
 

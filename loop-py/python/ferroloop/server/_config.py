@@ -17,6 +17,7 @@ import inspect
 import math
 import os
 import socket
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -309,6 +310,10 @@ def _is_import_string(value: str) -> bool:
     return bool(sep and module and attr)
 
 
+# uvicorn's choice: inspect's from 3.14 on (asyncio's is deprecated there).
+_iscoroutinefunction = inspect.iscoroutinefunction if sys.version_info >= (3, 14) else asyncio.iscoroutinefunction
+
+
 def _asgi_interface(app: Any, interface: str) -> str:
     """uvicorn's detection: a class is ASGI 3 if its instances are
     awaitable, a function or a callable object if it is a coroutine
@@ -318,9 +323,9 @@ def _asgi_interface(app: Any, interface: str) -> str:
     if inspect.isclass(app):
         asgi3 = hasattr(app, "__await__")
     elif inspect.isfunction(app):
-        asgi3 = asyncio.iscoroutinefunction(app)
+        asgi3 = _iscoroutinefunction(app)
     else:
-        asgi3 = asyncio.iscoroutinefunction(app) or asyncio.iscoroutinefunction(getattr(app, "__call__", None))
+        asgi3 = _iscoroutinefunction(app) or _iscoroutinefunction(getattr(app, "__call__", None))
     return "asgi3" if asgi3 else "asgi2"
 
 
