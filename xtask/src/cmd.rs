@@ -62,3 +62,55 @@ pub fn describe(cmd: &Command) -> String {
     parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
     parts.join(" ")
 }
+
+/// A command running in the background, its output going to a log file
+/// (shown when it is done, so it does not interleave with the foreground's).
+pub struct Background {
+    child: std::process::Child,
+    shown: String,
+    log: PathBuf,
+}
+
+/// Start `cmd` in the background with stdout and stderr in `log`.
+pub fn spawn_logged(cmd: &mut Command, shown: &str, log: &Path) -> Result<Background, String> {
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = file
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    eprintln!("+ {shown} > {} (in the background)", log.display());
+    let child = cmd
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start `{shown}`: {e}"))?;
+    Ok(Background {
+        child,
+        shown: shown.to_string(),
+        log: log.to_path_buf(),
+    })
+}
+
+impl Background {
+    /// Wait for it, show its output, and fail unless it exited 0.
+    pub fn finish(mut self) -> Result<(), String> {
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| format!("`{}`: {e}", self.shown))?;
+        eprintln!("== output of `{}`:", self.shown);
+        let output = std::fs::read_to_string(&self.log).unwrap_or_default();
+        eprint!("{output}");
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "`{}` failed ({status}); its output is in {}",
+                self.shown,
+                self.log.display()
+            ))
+        }
+    }
+}

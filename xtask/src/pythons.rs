@@ -58,6 +58,20 @@ impl Place {
         }
     }
 
+    /// Start `cmd` there in the background, its output going to `log`.
+    pub fn spawn_logged(&self, cmd: &mut Command, log: &Path) -> Result<cmd::Background, String> {
+        match self {
+            Place::Host => {
+                let shown = cmd::describe(cmd);
+                cmd::spawn_logged(cmd, &shown, log)
+            }
+            Place::Debian(chroot) => {
+                let shown = chroot.describe(cmd);
+                cmd::spawn_logged(&mut chroot.wrap(cmd)?, &shown, log)
+            }
+        }
+    }
+
     /// Whether `cmd` runs there and exits 0 (its output is discarded).
     pub fn succeeds(&self, cmd: &mut Command) -> bool {
         let mut wrapped;
