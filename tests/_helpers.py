@@ -90,6 +90,19 @@ def ferroloop_test_hooks() -> types.ModuleType:
     )
 
 
+def get_event_loop_policy() -> asyncio.AbstractEventLoopPolicy:
+    """asyncio's current policy, without 3.14's deprecation warning (the
+    getter asyncio's own tests use there)."""
+    getter = getattr(asyncio.events, "_get_event_loop_policy", None) or asyncio.get_event_loop_policy
+    return getter()
+
+
+def set_event_loop_policy(policy: asyncio.AbstractEventLoopPolicy | None) -> None:
+    """``asyncio.set_event_loop_policy`` without 3.14's deprecation warning."""
+    setter = getattr(asyncio.events, "_set_event_loop_policy", None) or asyncio.set_event_loop_policy
+    setter(policy)
+
+
 def loop_class(impl: types.ModuleType) -> type:
     """The concrete class of the loops that ``impl.new_event_loop()`` builds."""
     loop = impl.new_event_loop()
@@ -271,7 +284,7 @@ def child_env(extra: dict | None = None, *, pythonpath: tuple[str, ...] = ()) ->
     """The environment of a child server: this one's without
     `FERROLOOP_*` (but `FERROLOOP_BACKEND`: a run with a backend forced
     forces it on its servers too) and `SERVER_ENV_DROPPED`, with
-    `pythonpath` as its `PYTHONPATH`, unbuffered output, then `extra`."""
+    `pythonpath` as its `PYTHONPATH`, unbuffered output, no bytecode written, then `extra`."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -280,6 +293,10 @@ def child_env(extra: dict | None = None, *, pythonpath: tuple[str, ...] = ()) ->
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(pythonpath)
     env["PYTHONUNBUFFERED"] = "1"
+    # The reload tests rewrite an app within the same second at the same
+    # size ("v1" -> "v2"): a .pyc cached meanwhile would pass the import
+    # system's mtime-and-size check and serve the old code.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra or {})
     return env
 

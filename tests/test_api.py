@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
+import warnings
 
 import pytest
 
-from _helpers import ferroloop_only, loop_class
+from _helpers import child_env, ferroloop_only, get_event_loop_policy, loop_class, set_event_loop_policy
+
+py314 = sys.version_info >= (3, 14)
 
 
 @pytest.fixture
 def restore_policy():
-    saved = asyncio.get_event_loop_policy()
+    saved = get_event_loop_policy()
     yield
-    asyncio.set_event_loop_policy(saved)
+    set_event_loop_policy(saved)
 
 
 def test_new_event_loop_builds_an_abstract_event_loop(loop_impl):
@@ -108,7 +113,11 @@ def test_run_shuts_down_async_generators(loop_impl):
 
 
 def test_run_rejects_a_non_coroutine(loop_impl):
-    with pytest.raises(ValueError, match="a coroutine was expected"):
+    # As asyncio.run does on this version: ValueError("a coroutine was
+    # expected") before 3.14, TypeError (awaitables are accepted) since.
+    with pytest.raises((ValueError, TypeError)) as reference:
+        asyncio.run(asyncio.sleep)
+    with pytest.raises(type(reference.value), match=re.escape(str(reference.value))):
         loop_impl.run(asyncio.sleep)
 
 
@@ -173,7 +182,11 @@ def test_loop_class_is_directly_constructible(loop_impl):
 
 @ferroloop_only
 def test_event_loop_policy_builds_ferroloop_loops(loop_impl):
-    assert issubclass(loop_impl.EventLoopPolicy, asyncio.DefaultEventLoopPolicy)
+    with warnings.catch_warnings():
+        # The name is deprecated from 3.14 on (the class is not).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        default_policy = asyncio.DefaultEventLoopPolicy
+    assert issubclass(loop_impl.EventLoopPolicy, default_policy)
     loop = loop_impl.EventLoopPolicy().new_event_loop()
     try:
         assert isinstance(loop, loop_impl.Loop)
@@ -181,10 +194,18 @@ def test_event_loop_policy_builds_ferroloop_loops(loop_impl):
         loop.close()
 
 
+@pytest.fixture
+def install_not_warned_yet(loop_impl, monkeypatch):
+    """install() warns once per process: make this test the first."""
+    monkeypatch.setattr(loop_impl._policy, "_install_warned", False)
+
+
 @ferroloop_only
-def test_install_sets_the_global_policy(loop_impl, restore_policy):
-    loop_impl.install()
-    assert isinstance(asyncio.get_event_loop_policy(), loop_impl.EventLoopPolicy)
+def test_install_sets_the_global_policy(loop_impl, restore_policy, install_not_warned_yet):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        loop_impl.install()
+    assert isinstance(get_event_loop_policy(), loop_impl.EventLoopPolicy)
 
     loop = asyncio.new_event_loop()
     try:
@@ -196,3 +217,40 @@ def test_install_sets_the_global_policy(loop_impl, restore_policy):
         return asyncio.get_running_loop()
 
     assert isinstance(asyncio.run(main()), loop_impl.Loop)
+
+
+@ferroloop_only
+@pytest.mark.skipif(not py314, reason="asyncio deprecates the policy system from 3.14 on")
+def test_install_warns_once_and_points_to_run_and_loop_factory(loop_impl, restore_policy, install_not_warned_yet):
+    with pytest.warns(DeprecationWarning) as first:
+        loop_impl.install()
+    assert len(first) == 1
+    message = str(first[0].message)
+    assert "ferroloop.run(" in message and "loop_factory=ferroloop.new_event_loop" in message
+    # Reported at the caller's line, not inside ferroloop.
+    assert first[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loop_impl.install()  # the second call is silent
+    assert isinstance(get_event_loop_policy(), loop_impl.EventLoopPolicy)
+
+
+@ferroloop_only
+@pytest.mark.skipif(py314, reason="the policy system is deprecated from 3.14 on (the test above)")
+def test_install_does_not_warn_before_3_14(loop_impl, restore_policy, install_not_warned_yet):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loop_impl.install()
+    assert isinstance(get_event_loop_policy(), loop_impl.EventLoopPolicy)
+
+
+@ferroloop_only
+def test_importing_ferroloop_never_warns(loop_impl):
+    code = (
+        "import ferroloop, ferroloop.server, ferroloop.logging, ferroloop.gunicorn\n"
+        "policy = ferroloop.EventLoopPolicy()\n"
+        "assert ferroloop.run(__import__('asyncio').sleep(0, result=7)) == 7\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], env=child_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

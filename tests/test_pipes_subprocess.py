@@ -115,6 +115,43 @@ def test_subprocess_signals(loop, how):
     assert code == expected or (how == "send_signal" and code == -signal.SIGINT)
 
 
+def test_a_child_is_never_signalled_once_reaped(loop, loop_impl, monkeypatch):
+    """kill() right up to the moment the exit is published never signals
+    the pid once it has been reaped (and may belong to another process):
+    asyncio's gh-127049 from 3.14 on, ferroloop on every version. Watched
+    through os.waitpid and os.kill, which still do their work."""
+    if loop_impl is asyncio and sys.version_info < (3, 14):
+        pytest.skip("the reference asyncio of this version may signal a reaped pid (ferroloop does not)")
+    reaped, stale_kills = set(), []
+    waitpid, kill = os.waitpid, os.kill
+
+    def watched_waitpid(pid, options):
+        result = waitpid(pid, options)
+        if result[0]:
+            reaped.add(result[0])
+        return result
+
+    def watched_kill(pid, sig):
+        if pid in reaped:
+            stale_kills.append(pid)
+            return
+        kill(pid, sig)
+
+    async def main():
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(60)")
+        monkeypatch.setattr(os, "waitpid", watched_waitpid)
+        monkeypatch.setattr(os, "kill", watched_kill)
+        proc.kill()
+        while proc.returncode is None:
+            proc.kill()
+            await asyncio.sleep(0)
+        return await proc.wait(), proc.pid
+
+    returncode, pid = loop.run_until_complete(main())
+    assert returncode == -signal.SIGKILL
+    assert pid in reaped and stale_kills == []
+
+
 def test_subprocess_argument_errors(loop):
     with pytest.raises(ValueError, match="cmd must be a string"):
         loop.run_until_complete(loop.subprocess_shell(asyncio.SubprocessProtocol, ["echo"]))

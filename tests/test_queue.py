@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import gc
+import inspect
 import sys
 import weakref
 from pathlib import Path
@@ -191,7 +192,7 @@ def test_awaiting_a_ready_queue_takes_one_step():
     q = ferroloop.Queue()
     q.put_nowait(7)
     op = q.get()
-    assert not asyncio.iscoroutinefunction(q.get)
+    assert not inspect.iscoroutinefunction(q.get)
     with pytest.raises(StopIteration) as stop:
         op.send(None)
     assert stop.value.value == 7

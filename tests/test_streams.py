@@ -5,12 +5,18 @@ ssl module on both ends) and loop.sendfile."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import gc
+import io
 import os
 import socket
 import ssl
 import sys
+import weakref
 
 import pytest
+
+from _helpers import PROMPT
 
 CERTDATA = os.path.join(os.path.dirname(os.__file__), "test", "certdata")
 CERT = os.path.join(CERTDATA, "ssl_cert.pem")  # CN=localhost, self-signed
@@ -356,3 +362,226 @@ def test_loop_sendfile_over_a_transport(loop, tmp_path):
     sent, received = loop.run_until_complete(main())
     assert sent == len(data) - 10
     assert received == data[10:]
+
+
+# -- what 3.14 and 3.15 changed ------------------------------------------------------
+
+# The reference asyncio closes the socket of a connection whose transport
+# never got made (gh-153133), drops a failed TLS connection's transport
+# without a collection (gh-159049) and hands the stream's buffered bytes to
+# start_tls (gh-142352) from 3.14 on; ferroloop does all three on every
+# version (the second where the stdlib's SSLProtocol allows it, 3.13+).
+fixed_in_asyncio_314 = sys.version_info >= (3, 14)
+
+
+def _reference_lacks(loop_impl, fixed: bool) -> None:
+    if loop_impl is asyncio and not fixed:
+        pytest.skip("the reference asyncio of this version lacks the fix (ferroloop has it)")
+
+
+def test_a_failing_protocol_factory_closes_the_socket(loop, loop_impl):
+    _reference_lacks(loop_impl, fixed_in_asyncio_314)
+
+    def factory():
+        raise ZeroDivisionError
+
+    async def main():
+        listener = socket.create_server(("127.0.0.1", 0))
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        try:
+            with pytest.raises(ZeroDivisionError):
+                await loop.create_connection(factory, "127.0.0.1", port)
+            peer, _ = await loop.sock_accept(listener)
+            with peer:
+                # The loop's own socket was closed: the server side sees EOF.
+                assert await asyncio.wait_for(loop.sock_recv(peer, 10), PROMPT) == b""
+            given = socket.create_connection(("127.0.0.1", port))
+            with pytest.raises(ZeroDivisionError):
+                await loop.create_connection(factory, sock=given)
+            assert given.fileno() == -1  # the caller's socket, closed too
+            (await loop.sock_accept(listener))[0].close()
+        finally:
+            listener.close()
+
+    loop.run_until_complete(main())
+
+
+@needs_certs
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="the stdlib's SSLProtocol, which both loops run TLS "
+                    "through, keeps its handshake error in a reference cycle before 3.13")
+def test_a_failed_tls_handshake_leaves_no_reference_cycle(loop, loop_impl):
+    _reference_lacks(loop_impl, fixed_in_asyncio_314)
+    transports = []
+
+    class Remember(asyncio.Protocol):
+        pass
+
+    async def main():
+        server = await asyncio.start_server(_echo, "127.0.0.1", 0, ssl=_server_context())
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            # Plain first, then start_tls: the transport stays reachable for the check.
+            transport, protocol = await loop.create_connection(Remember, "127.0.0.1", port)
+            transports.append(weakref.ref(transport))
+            del transport
+            with pytest.raises(ssl.SSLCertVerificationError):
+                await loop.start_tls(transports[0](), protocol, ssl.create_default_context(),
+                                     server_hostname="localhost")
+            await asyncio.sleep(0.05)  # the server side sees the aborted handshake
+
+    gc.collect()
+    gc.disable()
+    try:
+        loop.run_until_complete(main())
+        assert transports[0]() is None
+    finally:
+        gc.enable()
+
+
+@needs_certs
+def test_start_tls_takes_the_bytes_the_stream_buffered(loop, loop_impl):
+    _reference_lacks(loop_impl, fixed_in_asyncio_314)
+
+    async def handle(reader, writer):
+        # The client's ClientHello is in the stream's buffer before start_tls.
+        await reader._wait_for_data("test")
+        assert reader._buffer
+        await writer.start_tls(_server_context())
+        line = await reader.readline()
+        writer.write(line.upper())
+        await writer.drain()
+        writer.close()
+
+    async def main():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            await writer.start_tls(_client_context(), server_hostname="localhost")
+            writer.write(b"buffered hello\n")
+            line = await asyncio.wait_for(reader.readline(), PROMPT)
+            writer.close()
+            await writer.wait_closed()
+            return line
+
+    assert loop.run_until_complete(main()) == b"BUFFERED HELLO\n"
+
+
+connection_contexts = pytest.mark.skipif(
+    sys.version_info < (3, 15), reason="3.15: a connection's callbacks run in a context of its own")
+
+
+@connection_contexts
+@pytest.mark.parametrize("tls", [False, True], ids=["plain", "tls"])
+def test_each_server_connection_runs_in_a_copy_of_the_servers_context(loop, tls):
+    if tls and not os.path.exists(CERT):
+        pytest.skip("CPython's test certificates are not installed")
+    var = contextvars.ContextVar("var", default="default")
+    seen = []
+
+    class Proto(asyncio.Protocol):
+        def __init__(self):
+            seen.append(("factory", var.get()))
+
+        def connection_made(self, transport):
+            seen.append(("made", var.get()))
+            var.set("set by the connection")
+            self.transport = transport
+
+        def data_received(self, data):
+            seen.append(("data", var.get()))
+            self.transport.write(data)
+            self.transport.close()
+
+        def connection_lost(self, exc):
+            seen.append(("lost", var.get()))
+
+    async def main():
+        var.set("when the server was made")
+        server = await loop.create_server(Proto, "127.0.0.1", 0, ssl=_server_context() if tls else None)
+        var.set("after")
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            for _ in range(2):
+                reader, writer = await asyncio.open_connection(
+                    "127.0.0.1", port, ssl=_client_context() if tls else None,
+                    server_hostname="localhost" if tls else None)
+                writer.write(b"x")
+                assert await reader.read() == b"x"
+                writer.close()
+                await writer.wait_closed()
+            while len(seen) < 8:
+                await asyncio.sleep(0.01)
+        return var.get()
+
+    assert loop.run_until_complete(main()) == "after"
+    first, second = seen[:4], seen[4:]
+    # Each connection starts from the server's context, and keeps what its
+    # own callbacks set; the server's stays untouched.
+    for connection in (first, second):
+        assert connection == [
+            ("factory", "when the server was made"),
+            ("made", "when the server was made"),
+            ("data", "set by the connection"),
+            ("lost", "set by the connection"),
+        ]
+
+
+@connection_contexts
+def test_a_client_connection_runs_in_a_copy_of_the_callers_context(loop):
+    var = contextvars.ContextVar("var", default="default")
+    seen = []
+
+    class Proto(asyncio.Protocol):
+        def connection_made(self, transport):
+            seen.append(var.get())
+            var.set("set by the connection")
+
+        def data_received(self, data):
+            seen.append(var.get())
+
+    async def main():
+        server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+        async with server:
+            port = server.sockets[0].getsockname()[1]
+            var.set("the caller's")
+            transport, _ = await loop.create_connection(Proto, "127.0.0.1", port)
+            assert var.get() == "the caller's"
+            transport.write(b"ping")
+            while len(seen) < 2:
+                await asyncio.sleep(0.01)
+            transport.close()
+            await asyncio.sleep(0)
+
+    loop.run_until_complete(main())
+    assert seen == ["the caller's", "set by the connection"]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["sendfile", "fallback"])
+def test_sock_sendfile_leaves_the_file_where_this_versions_asyncio_does(loop, tmp_path, native):
+    """3.14: the file ends at offset + sent whatever was sent, and the
+    fallback (a file without a descriptor) seeks to offset 0 too; before,
+    the file moved only when something was sent, and the fallback read
+    offset 0 from where the file was."""
+    data = b"abcdef"
+    path = tmp_path / "file.bin"
+    path.write_bytes(data)
+
+    async def send(offset):
+        a, b = socket.socketpair()
+        with a, b, (open(path, "rb") if native else io.BytesIO(data)) as file:
+            a.setblocking(False)
+            file.seek(2)
+            sent = await loop.sock_sendfile(a, file, offset)
+            a.shutdown(socket.SHUT_WR)
+            received = b"".join(iter(lambda: b.recv(100), b""))
+            return sent, received, file.tell()
+
+    results = [loop.run_until_complete(send(offset)) for offset in (0, len(data))]
+    if sys.version_info >= (3, 14):
+        assert results == [(6, data, 6), (0, b"", 6)]
+    elif native:
+        assert results == [(6, data, 6), (0, b"", 2)]
+    else:
+        assert results == [(4, data[2:], 4), (0, b"", 6)]

@@ -192,3 +192,78 @@ def test_debug_detects_a_non_threadsafe_call(loop, schedule):
     assert errors == [
         "Non-thread-safe operation invoked on an event loop other than the current one"
     ]
+
+
+# -- the handle call_soon_threadsafe returns (3.14: asyncio's _ThreadSafeHandle) --
+
+
+py314 = pytest.mark.skipif(not hasattr(asyncio.events, "_ThreadSafeHandle"), reason="asyncio 3.14+ _ThreadSafeHandle")
+
+
+@py314
+def test_threadsafe_handle_is_asyncios_own(loop):
+    handle = loop.call_soon_threadsafe(lambda: None)
+    assert isinstance(handle, asyncio.events._ThreadSafeHandle)
+    handle.cancel()
+    assert handle.cancelled()
+    loop.run_until_complete(asyncio.sleep(0))
+
+
+@py314
+def test_cancel_from_another_thread_waits_for_the_running_callback(loop):
+    started, finished = threading.Event(), threading.Event()
+    seen = {}
+
+    def callback():
+        started.set()
+        # Long enough for the other thread to reach cancel() meanwhile.
+        time.sleep(0.3)
+        finished.set()
+
+    def other_thread():
+        handle = loop.call_soon_threadsafe(callback)
+        started.wait(PROMPT)
+        handle.cancel()  # blocks until the callback returns
+        seen["finished when cancel returned"] = finished.is_set()
+        seen["cancelled"] = handle.cancelled()
+        loop.call_soon_threadsafe(loop.stop)
+
+    thread = start_thread(other_thread)
+    loop.run_forever()
+    thread.join(PROMPT)
+    assert seen == {"finished when cancel returned": True, "cancelled": True}
+
+
+def test_cancel_from_another_thread_before_the_callback_runs(loop):
+    calls = []
+    queued = threading.Event()
+
+    def other_thread():
+        handle = loop.call_soon_threadsafe(calls.append, "ran")
+        handle.cancel()
+        queued.set()
+        loop.call_soon_threadsafe(loop.stop)
+
+    # The loop is busy until the other thread has queued and cancelled.
+    loop.call_soon(queued.wait, PROMPT)
+    thread = start_thread(other_thread)
+    loop.run_forever()
+    thread.join(PROMPT)
+    assert calls == []
+
+
+@py314
+def test_a_slow_threadsafe_callback_is_logged_as_its_handle(loop, caplog):
+    loop.set_debug(True)
+    loop.slow_callback_duration = 0.1
+
+    def slow():
+        time.sleep(0.3)
+
+    with caplog.at_level("WARNING", logger="asyncio"):
+        handle = loop.call_soon_threadsafe(slow)
+        loop.run_until_complete(asyncio.sleep(0.01))
+    # (A loaded host may make other steps slow too: only this one counts.)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Executing") and "slow()" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"Executing {handle!r} took "), lines

@@ -12,6 +12,7 @@ import logging
 import os
 import socket
 import struct
+import sys
 
 import pytest
 
@@ -494,7 +495,9 @@ def test_ending_a_socket_transport_from_resume_writing(loop, loop_impl, loop_err
     if how != "abort":
         assert received == 1_000_000
     errors = loop_errors.take()
-    if loop_impl is asyncio and how != "write_eof":
+    if loop_impl is asyncio and how != "write_eof" and sys.version_info < (3, 14):
+        # Before 3.14 asyncio calls connection_lost a second time here, which
+        # fails (gh-156512 stopped that).
         assert [type(e.get("exception")) for e in errors] == [AttributeError]
     else:
         assert errors == []

@@ -94,8 +94,12 @@ def test_task_factory_gets_what_the_running_version_passes(loop):
     loop.run_until_complete(task)
     ctx = contextvars.copy_context()
     loop.run_until_complete(loop.create_task(_value(2), context=ctx))
-    # 3.11 to 3.13.0 pass context= only when given and set the name afterwards.
-    assert seen == [[], ["context"]]
+    if sys.version_info >= (3, 14):
+        # 3.14 passes every keyword on to the factory, name= included.
+        assert seen == [["name"], ["context"]]
+    else:
+        # 3.11 to 3.13.0 pass context= only when given and set the name afterwards.
+        assert seen == [[], ["context"]]
     assert task.get_name() == "n"
 
 
@@ -103,9 +107,38 @@ def test_create_task_refuses_unknown_keywords(loop):
     coro = _value(1)
     try:
         with pytest.raises(TypeError):
-            loop.create_task(coro, eager_start=True)
+            loop.create_task(coro, no_such_keyword=True)
     finally:
         coro.close()
+
+
+def test_create_task_takes_eager_start_from_3_14_on(loop):
+    steps = []
+
+    async def child():
+        steps.append("child ran")
+        return 4
+
+    async def main():
+        coro = child()
+        if sys.version_info < (3, 14):
+            try:
+                with pytest.raises(TypeError):
+                    loop.create_task(coro, eager_start=True)
+            finally:
+                coro.close()
+            return None
+        # 3.14 passes create_task's keywords on to Task, which takes eager_start.
+        task = loop.create_task(coro, eager_start=True)
+        steps.append("created")
+        assert task.done()
+        return await task
+
+    result = loop.run_until_complete(main())
+    if sys.version_info >= (3, 14):
+        assert result == 4 and steps == ["child ran", "created"]
+    else:
+        assert result is None and steps == []
 
 
 # -- the exception handler's context (3.12) -----------------------------------------

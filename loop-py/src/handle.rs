@@ -139,6 +139,15 @@ pub enum AnyHandle {
 }
 
 impl AnyHandle {
+    /// The core of a Python handle (an I/O port or native work has none).
+    pub fn core(&self) -> Option<&Core> {
+        match self {
+            AnyHandle::Plain(h) => Some(&h.get().core),
+            AnyHandle::Timer(h) => Some(&h.get().core),
+            AnyHandle::Io(_) | AnyHandle::Native(_) => None,
+        }
+    }
+
     /// The handle object (none for native work).
     pub fn bind<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyAny>> {
         match self {
@@ -593,6 +602,13 @@ impl Core {
         visited
     }
 
+    /// Drop every reference now (the handle is garbage with its loop,
+    /// see `Loop::_close`).
+    pub(crate) fn forget(&self, py: Python<'_>) {
+        let fields = self.fields.with(py, std::mem::take);
+        fields.drop_attached(py);
+    }
+
     /// GC clear: drop every reference (the object is unreachable).
     fn clear(&self) {
         // SAFETY: called from `__clear__`; the fields are dropped after the
@@ -756,6 +772,10 @@ impl TimerHandle {
     #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.core.is_cancelled()
+    }
+
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
     }
 }
 

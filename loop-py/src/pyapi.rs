@@ -34,7 +34,12 @@ cached_attr!(log_slow_callback, "ferroloop._format", "log_slow_callback");
 cached_attr!(is_coroutine, "asyncio", "iscoroutine");
 cached_attr!(is_future, "asyncio", "isfuture");
 cached_attr!(abstract_event_loop, "asyncio", "AbstractEventLoop");
-cached_attr!(is_coroutine_function, "asyncio", "iscoroutinefunction");
+// asyncio's own check, without the DeprecationWarning of the public name (3.14+).
+cached_attr!(
+    is_coroutine_function,
+    "ferroloop._loop",
+    "_iscoroutinefunction"
+);
 cached_attr!(cancelled_error, "asyncio", "CancelledError");
 cached_attr!(invalid_state_error, "asyncio", "InvalidStateError");
 cached_attr!(enter_task, "asyncio.tasks", "_enter_task");

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 import threading
 import tomllib
 import weakref
@@ -154,9 +155,14 @@ class ForeignLoopDetector:
             "builds itself instead of the loop under test"
         )
         for name in self._WATCHED:
-            method = getattr(loop, name, None)
-            if method is not None:
-                setattr(loop, name, self._marking(method, reason))
+            # Looked up on the class and bound by hand: the loop's own
+            # __getattribute__ may be the test's (3.14's test_futures
+            # use-after-free tests make one that fails before the test body
+            # has run), and must see only the test's own lookups.
+            function = inspect.getattr_static(cls, name, None)
+            if function is not None and hasattr(function, "__get__"):
+                method = function.__get__(loop, cls)
+                object.__setattr__(loop, name, self._marking(method, reason))
 
     def _marking(self, method: Callable[..., Any], reason: str) -> Callable[..., Any]:
         # Only a weak reference (and no functools.wraps, whose __wrapped__ is a

@@ -87,10 +87,40 @@ class SetUpConstructor:
 
 
 @dataclasses.dataclass(frozen=True)
+class LoopFactoryAttribute:
+    """The template (an ``IsolatedAsyncioTestCase``) sets ``loop_factory`` to
+    ``asyncio.EventLoop``, or to a function building one (3.14's
+    ``test_taskgroups``).
+
+    The generated class keeps the template's factory, run with
+    ``asyncio.EventLoop`` patched to the loop factory, so what it adds (an
+    eager task factory) stays. Templates that do not set ``loop_factory``
+    (3.11-3.13) get their loops from the policy and are left alone.
+    """
+
+    def applies(self, template: type[unittest.TestCase]) -> bool:
+        return "loop_factory" in vars(template)
+
+    def members(self, template: type[unittest.TestCase], new_loop: LoopFactory) -> dict[str, Any]:
+        original = template.loop_factory  # type: ignore[attr-defined]
+
+        def loop_factory() -> asyncio.AbstractEventLoop:
+            if original is asyncio.EventLoop:
+                return new_loop()
+            with mock.patch.object(asyncio, "EventLoop", new_loop):
+                return original()
+
+        return {"loop_factory": staticmethod(loop_factory)}
+
+    def family(self, module: types.ModuleType, template: type[unittest.TestCase]) -> list[str]:
+        return [template.__name__]
+
+
+@dataclasses.dataclass(frozen=True)
 class Substitution:
     module: str
     template: str
-    hook: LoopMethod | SetUpConstructor
+    hook: LoopMethod | SetUpConstructor | LoopFactoryAttribute
     generated: str
 
 
@@ -112,6 +142,10 @@ SUBSTITUTIONS: tuple[Substitution, ...] = (
     Substitution(
         "test_unix_events", "SelectorEventLoopUnixSocketTests", SetUpConstructor("SelectorEventLoop"), "UnixSocketTests"
     ),
+    # IsolatedAsyncioTestCase classes with `loop_factory = asyncio.EventLoop`
+    # (3.14+); same class names, as on the versions where they use the policy.
+    Substitution("test_taskgroups", "TestTaskGroup", LoopFactoryAttribute(), "TestTaskGroup"),
+    Substitution("test_taskgroups", "TestEagerTaskTaskGroup", LoopFactoryAttribute(), "TestEagerTaskTaskGroup"),
 )
 
 
@@ -127,6 +161,8 @@ def apply(module: types.ModuleType, short_name: str, new_loop: LoopFactory) -> l
                 f"{sub.template} not found: not substituted (its siblings, if any, run on the "
                 "stdlib loop and are counted out of scope)"
             )
+            continue
+        if isinstance(sub.hook, LoopFactoryAttribute) and not sub.hook.applies(template):
             continue
         replaced = sub.hook.family(module, template)
         for name in replaced:

@@ -164,6 +164,14 @@ class RawConn:
         del self.buf[:n]
         return out
 
+    def wait_for_response_start(self, timeout: float = IO_TIMEOUT) -> None:
+        """Wait until the response's first bytes have arrived, leaving them
+        for read_response()."""
+        deadline = time.monotonic() + timeout
+        while not self.buf:
+            if not self._fill(deadline):
+                raise PeerClosed("connection closed before the response started")
+
     def recv_some(self, timeout: float = IO_TIMEOUT) -> bytes:
         """Whatever is buffered or arrives next (b"" at EOF)."""
         if not self.buf:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 
 import httpx
 import pytest
@@ -131,11 +130,11 @@ def test_serve_function_sigint_returns_none(serve_process):
 def test_serve_function_sigterm_drains_in_flight_request(serve_process):
     proc = serve_process("apps:app")
     with RawConn.open(proc.port, timeout=10) as conn:
-        conn.send(request_bytes("GET", "/sleep?t=1.0"))
-        time.sleep(0.3)
+        conn.send(request_bytes("GET", "/stream?chunks=4&size=3&delay=0.3"))
+        conn.wait_for_response_start(timeout=10)  # in flight (see the CLI twin below)
         proc.send_signal(signal.SIGTERM)
         response = conn.read_response(timeout=10)
-        assert (response.status, response.body) == (200, b"slept")
+        assert (response.status, response.body) == (200, b"000111222333")
     assert proc.wait_exit() == 0
     assert "serve() returned None" in proc.output()
 
@@ -219,11 +218,13 @@ def test_console_script_serves_and_exits_0_on_sigterm(cli_server):
 def test_cli_sigterm_drains_in_flight_request(cli_server):
     proc = cli_server("tests.http.apps:app")
     with RawConn.open(proc.port, timeout=10) as conn:
-        conn.send(request_bytes("GET", "/sleep?t=1.0"))
-        time.sleep(0.3)
+        conn.send(request_bytes("GET", "/stream?chunks=4&size=3&delay=0.3"))
+        # Signalled once the response has started (a request the server has
+        # not read yet is not in flight, and a loaded host may take a while).
+        conn.wait_for_response_start(timeout=10)
         proc.send_signal(signal.SIGTERM)
         response = conn.read_response(timeout=10)
-        assert (response.status, response.body) == (200, b"slept")
+        assert (response.status, response.body) == (200, b"000111222333")
     assert proc.wait_exit() == 0
 
 

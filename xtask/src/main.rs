@@ -3,10 +3,12 @@
 //! | task | what it does |
 //! |---|---|
 //! | `demo` | build ferroloop into the project venv and run `examples/demo.py` |
-//! | `test [--python V]` | everything CI checks: fmt, clippy, Rust tests (both poller backends), then per tested CPython (3.11, 3.12, 3.13; `pythons.rs`) its shipped wheel smoke-tested (no test hooks in it), the test build installed, pytest and its asyncio suite |
+//! | `test [--python V]` | everything CI checks: fmt, clippy, Rust tests (both poller backends), then per tested CPython (3.11–3.15; `pythons.rs`) its shipped wheel smoke-tested (no test hooks in it), the test build installed, pytest and its asyncio suite |
+//! | `test-debug` | the pytest suite under CPython 3.14's debug build (`python3.14-dbg`), with the release test build |
+//! | `chroot setup\|teardown\|run -- CMD` | the Debian chroot 3.14, 3.15 and the debug builds run in (`chroot.rs`) |
 //! | `develop [--python V]` | build and install ferroloop's test build (release, with the test hooks, editable) into the venv |
-//! | `check-versions` | compile-check the extension for CPython 3.14 and 3.14t (no interpreter here) |
-//! | `wheel [--local] [--python V]` | manylinux wheels for CPython 3.11–3.14 and 3.14t plus an sdist (`--local`: one plain wheel per tested interpreter); each tested version's wheel is smoke-tested in a fresh venv |
+//! | `check-versions` | compile-check the extension for the free-threaded CPython 3.14t and 3.15t (no interpreter obtainable) |
+//! | `wheel [--local] [--python V]` | manylinux wheels for CPython 3.11–3.15, 3.14t and 3.15t plus an sdist (`--local`: one plain wheel per tested interpreter); each tested version's wheel is smoke-tested in a fresh venv |
 //! | `conformance [--python V] [ARGS]` | CPython's asyncio suite of that interpreter against ferroloop (`tests/conformance/run.py`) |
 //! | `bench [SUITE] [ARGS]` | side-by-side benchmarks (`bench/bench.py`) on a `dist`-profile wheel |
 //! | `echo-client --addr HOST:PORT [ARGS]` | the TCP echo benchmark's load generator (`echo_client.rs`) |
@@ -14,6 +16,7 @@
 //! | `tls-client --addr HOST:PORT [ARGS]` | the TLS handshake benchmark's load generator (`tls_client/`: rustls + ring, no resumption unless `--resume`) |
 //! | `gen-settings` | rewrite the files generated from loop-cli's settings table (the `Config` stub); `cargo test -p loop-cli` fails while they are stale |
 
+mod chroot;
 mod cmd;
 mod echo_client;
 mod pythons;
@@ -28,7 +31,7 @@ use std::process::ExitCode;
 
 const USAGE: &str =
     "usage: cargo xtask <demo|test [--python V] [--allow-missing-python] [--no-conformance]|\
-                     develop [--python V]|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
+                     test-debug|chroot setup|teardown|run -- CMD|develop [--python V]|wheel [--local] [--python V]|conformance [--python V] [ARGS]|\
                      check-versions|bench [SUITE] [ARGS]|echo-client --addr HOST:PORT [ARGS]|\
                      ws-client --addr HOST:PORT [ARGS]|tls-client --addr HOST:PORT [ARGS]|\
                      gen-settings>";
@@ -50,6 +53,8 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "demo" => tasks::demo(),
         "test" => tasks::test(&rest),
+        "test-debug" => tasks::test_debug(&rest),
+        "chroot" => chroot::task(&rest),
         "develop" => tasks::develop(&rest),
         "wheel" => tasks::wheel(&rest),
         "check-versions" => tasks::check_versions(),

@@ -1,7 +1,7 @@
 //! The tasks behind `cargo xtask …`.
 
 use crate::cmd;
-use crate::pythons::{Selection, COMPILE_CHECKED};
+use crate::pythons::{self, Place, Python, Selection, COMPILE_CHECKED, DEBUG_BUILD};
 use crate::venv::{self, Venv};
 use crate::wheel;
 use std::path::PathBuf;
@@ -41,9 +41,14 @@ impl Build {
 /// compiled once per run instead of six times. The price is on local
 /// reruns: the extension's file name does not carry the feature set or the
 /// version, so each switch recompiles loop-py (~15 s) and each version
-/// switch pyo3 too (see docs/decisions.md, "CI time").
-fn maturin_target() -> PathBuf {
-    cmd::root().join("target").join("maturin").join("shared")
+/// switch pyo3 too (see docs/decisions.md, "CI time"). Interpreters in the
+/// Debian chroot get a dir of their own (`debian`): its C library is newer
+/// than the host's, so a build script compiled there may not run here.
+fn maturin_target(place: &Place) -> PathBuf {
+    cmd::root()
+        .join("target")
+        .join("maturin")
+        .join(place.target_family())
 }
 
 /// Build a wheel (`profile`: release or dist) for the venv's interpreter.
@@ -66,14 +71,14 @@ fn build_wheel_with(
         .join(format!("{profile}{}", build.suffix()))
         .join(&version);
     let _ = std::fs::remove_dir_all(&out);
-    cmd::run(
+    builder.run(
         cmd::new(builder.bin("maturin"))
             .args(["build", "--profile", profile, "--interpreter"])
             .arg(interpreter)
             .args(build.cargo_features())
             .arg("--out")
             .arg(&out)
-            .env("CARGO_TARGET_DIR", maturin_target()),
+            .env("CARGO_TARGET_DIR", maturin_target(&builder.place)),
     )?;
     let wheel = std::fs::read_dir(&out)
         .map_err(|e| format!("no wheel in {}: {e}", out.display()))?
@@ -87,7 +92,7 @@ fn build_wheel_with(
 /// Install `wheel` into the venv, replacing any editable install: tests run
 /// against a built wheel.
 fn install_wheel(venv: &Venv, wheel: &std::path::Path) -> Result<(), String> {
-    cmd::run(
+    venv.run(
         cmd::new(venv.python())
             .args([
                 "-m",
@@ -123,12 +128,12 @@ fn build_and_install_test_wheel(venv: &Venv) -> Result<PathBuf, String> {
 pub fn develop(args: &[String]) -> Result<(), String> {
     let venvs = selected_venvs(args, "develop")?;
     for venv in &venvs {
-        cmd::run(
+        venv.run(
             cmd::new(venv.bin("maturin"))
                 .args(["develop", "--release"])
                 .args(Build::TestHooks.cargo_features())
                 .env("VIRTUAL_ENV", &venv.dir)
-                .env("CARGO_TARGET_DIR", maturin_target()),
+                .env("CARGO_TARGET_DIR", maturin_target(&venv.place)),
         )?;
     }
     Ok(())
@@ -174,7 +179,7 @@ pub fn wheel(args: &[String]) -> Result<(), String> {
         } else {
             wheel::for_version(&python.version, &distribution)?
         };
-        wheel::smoke_test(&wheel, &python.executable)?;
+        wheel::smoke_test(&wheel, python)?;
         println!(
             "smoke-tested {} on CPython {}",
             wheel.display(),
@@ -213,12 +218,7 @@ pub fn conformance(args: &[String]) -> Result<(), String> {
         vec![venv::ensure()?]
     };
     for venv in &venvs {
-        let has_ferroloop = cmd::new(venv.python())
-            .args(["-c", "import ferroloop"])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        if !has_ferroloop {
+        if !venv.python_succeeds("import ferroloop") {
             build_and_install_test_wheel(venv)?;
         }
         let mut run = cmd::new(venv.python());
@@ -229,7 +229,7 @@ pub fn conformance(args: &[String]) -> Result<(), String> {
         {
             run.args(["--loop", "ferroloop"]);
         }
-        cmd::run(run.args(&rest))?;
+        venv.run(run.args(&rest))?;
     }
     Ok(())
 }
@@ -371,54 +371,64 @@ pub fn test(args: &[String]) -> Result<(), String> {
         .iter()
         .map(venv::for_python)
         .collect::<Result<Vec<_>, _>>()?;
-    rust_checks(&venvs[0])?;
+    // The Rust checks embed a host interpreter (cargo runs on the host).
+    match venvs.iter().find(|v| v.place == Place::Host) {
+        Some(host) => rust_checks(host)?,
+        None => rust_checks(&venv::ensure()?)?,
+    }
     check_versions()?;
     let mut timings = vec![("Rust checks".to_string(), started.elapsed())];
     for (python, venv) in pythons.iter().zip(&venvs) {
         let version_started = std::time::Instant::now();
         eprintln!(
-            "== CPython {} ({})",
+            "== CPython {} ({}{})",
             python.version,
-            python.executable.display()
+            python.executable.display(),
+            match &python.place {
+                Place::Host => String::new(),
+                Place::Debian(chroot) => format!(" in the chroot at {}", chroot.root.display()),
+            }
         );
         let shipped = build_wheel(venv, "release", Build::Shipped)?;
-        wheel::smoke_test(&shipped, &python.executable)?;
+        wheel::smoke_test(&shipped, python)?;
         build_and_install_test_wheel(venv)?;
-        // pytest's exit code 5 (no tests collected) is a failure like any
-        // other. Two workers (pytest-xdist), one per core: each test's
-        // servers and clients are its own, so the suite takes half the
-        // time (319 s → 151 s on 3.11).
-        let mut pytest = cmd::new(venv.python());
-        pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]);
-        if python.version != pythons[0].version {
-            // Autobahn (tests/ws/test_ws_autobahn.py, minutes) and the
-            // `once` tests (ferroloop's own code at length) test what does
-            // not depend on the interpreter: once per run, on the first
-            // version.
-            pytest.args(["-m", "not autobahn and not once"]);
-        }
-        cmd::run(&mut pytest)?;
-        if python.version == pythons[0].version {
-            // The default backend is io_uring where the kernel allows it;
-            // the transport and server modules run again on epoll, once.
-            let mut on_epoll = cmd::new(venv.python());
-            on_epoll
-                .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"])
-                .args(["-m", "not autobahn and not once"])
-                .args(EPOLL_RERUN)
-                .env("FERROLOOP_BACKEND", "epoll");
-            cmd::run(&mut on_epoll)?;
-        }
+        let first = python.version == pythons[0].version;
+        let serial = std::env::var_os("FERROLOOP_XTASK_SERIAL").is_some();
+        let mut conformance = None;
         if !quick {
-            let mut conformance = cmd::new(venv.python());
-            conformance.args(["tests/conformance/run.py", "--loop", "ferroloop"]);
-            if python.version == pythons[0].version {
+            let mut suite = cmd::new(venv.python());
+            suite.args(["tests/conformance/run.py", "--loop", "ferroloop"]);
+            if first {
                 // The out-of-scope tests run too, once, for information only
                 // (never in the verdict): a stale scope entry shows.
-                conformance.arg("--include-out-of-scope");
+                suite.arg("--include-out-of-scope");
             }
-            cmd::run(&mut conformance)?;
+            if serial {
+                venv.run(&mut suite)?;
+            } else {
+                // In the background, one child at a time, while pytest runs:
+                // its two workers leave close to a core idle.
+                suite.args(["--jobs", "1"]);
+                let log = cmd::root()
+                    .join("target")
+                    .join("conformance")
+                    .join(format!("{}.log", python.label()));
+                conformance = Some(venv.place.spawn_logged(&mut suite, &log)?);
+            }
         }
+        let tested = pytest(venv, first).and_then(|()| {
+            if !first {
+                return Ok(());
+            }
+            // The default backend is io_uring where the kernel allows it;
+            // the transport and server modules run again on epoll, once.
+            let mut on_epoll = pytest_command(venv, false);
+            on_epoll.args(EPOLL_RERUN).env("FERROLOOP_BACKEND", "epoll");
+            venv.run(&mut on_epoll)
+        });
+        let conformed = conformance.map(cmd::Background::finish).transpose();
+        tested?;
+        conformed?;
         timings.push((
             format!("CPython {}", python.version),
             version_started.elapsed(),
@@ -427,6 +437,62 @@ pub fn test(args: &[String]) -> Result<(), String> {
     for (what, took) in &timings {
         eprintln!("== {what}: {:.0} s", took.as_secs_f64());
     }
+    Ok(())
+}
+
+/// The pytest suite in `venv` (which holds the test build). pytest's exit
+/// code 5 (no tests collected) is a failure like any other. Two workers
+/// (pytest-xdist), one per core: each test's servers and clients are its
+/// own, so the suite takes half the time (319 s → 151 s on 3.11).
+fn pytest(venv: &Venv, first: bool) -> Result<(), String> {
+    venv.run(&mut pytest_command(venv, first))
+}
+
+/// pytest in `venv`; unless `first`, without Autobahn (tests/ws/
+/// test_ws_autobahn.py, minutes) and the `once` tests (ferroloop's own code
+/// at length), which test what does not depend on the interpreter: they run
+/// once per run, on the first version.
+fn pytest_command(venv: &Venv, first: bool) -> std::process::Command {
+    let mut pytest = cmd::new(venv.python());
+    pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]);
+    if !first {
+        pytest.args(["-m", "not autobahn and not once"]);
+    }
+    pytest
+}
+
+/// `test-debug`: the pytest suite once under CPython's debug build of
+/// [`DEBUG_BUILD`] (`python3.14-dbg`: reference-count and object assertions
+/// on), with the release test build made for that version's release
+/// interpreter (the debug build loads release extensions). An assertion or
+/// crash there is a bug in the extension's unsafe code.
+pub fn test_debug(args: &[String]) -> Result<(), String> {
+    if let Some(unknown) = args.first() {
+        return Err(format!("test-debug: unknown argument `{unknown}`"));
+    }
+    let missing = |what: &str| {
+        format!(
+            "no {what} of CPython {DEBUG_BUILD} found (on PATH or in the Debian chroot at {}; \
+             `cargo xtask chroot setup` provides both)",
+            crate::chroot::Chroot::configured().root.display()
+        )
+    };
+    let release: Python = pythons::find(DEBUG_BUILD).ok_or_else(|| missing("interpreter"))?;
+    let debug: Python = pythons::find_debug(DEBUG_BUILD).ok_or_else(|| missing("debug build"))?;
+    let started = std::time::Instant::now();
+    let wheel = build_wheel(&venv::for_python(&release)?, "release", Build::TestHooks)?;
+    let debug_venv = venv::for_python(&debug)?;
+    install_wheel(&debug_venv, &wheel)?;
+    let mut pytest = pytest_command(&debug_venv, false);
+    // multidict's C extension (under aiohttp) crashes in this build
+    // (PyObject_GC_Track; in the asyncio twins of the tests as well, and
+    // built from source too): its pure-Python implementation runs instead.
+    pytest.env("MULTIDICT_NO_EXTENSIONS", "1");
+    debug_venv.run(&mut pytest)?;
+    eprintln!(
+        "== pytest under CPython {DEBUG_BUILD}'s debug build: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

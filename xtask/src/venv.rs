@@ -1,12 +1,15 @@
 //! The project venvs: `.venv` for the default interpreter (`$PYTHON`, else
-//! `python3`; the test build, benchmarks and development live there) and
-//! `.venv-X.Y` for each other tested version, each provisioned with the
-//! build and test dependencies; and `.venv-demo`, a user's venv holding the
-//! shipped build (`cargo xtask demo`). Each is created on first use.
+//! `python3`; the test build, benchmarks and development live there),
+//! `.venv-X.Y` for each other tested version and `.venv-X.Y-dbg` for a debug
+//! build, each provisioned with the build and test dependencies; and
+//! `.venv-demo`, a user's venv holding the shipped build (`cargo xtask
+//! demo`). Each is created on first use, where its interpreter runs (the
+//! host or the Debian chroot, which sees the checkout at the same path).
 
 use crate::cmd;
-use crate::pythons::{self, Python};
-use std::path::PathBuf;
+use crate::pythons::{self, Place, Python};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Packages every task needs in a venv.
 const BASE_PACKAGES: &[&str] = &[
@@ -65,9 +68,33 @@ const BASE: Packages = Packages {
 
 pub struct Venv {
     pub dir: PathBuf,
+    /// Where its interpreter runs; every command using the venv runs there.
+    pub place: Place,
 }
 
 impl Venv {
+    /// Run `cmd` (one of this venv's programs) where the venv lives.
+    pub fn run(&self, cmd: &mut Command) -> Result<(), String> {
+        self.place.run(cmd)
+    }
+
+    /// `run`, returning its trimmed stdout.
+    pub fn output(&self, cmd: &mut Command) -> Result<String, String> {
+        self.place.output(cmd)
+    }
+
+    /// Whether `python -c script` succeeds in the venv.
+    pub fn python_succeeds(&self, script: &str) -> bool {
+        self.place
+            .succeeds(cmd::new(self.python()).args(["-c", script]))
+    }
+
+    /// It was created (its interpreter link may point into the chroot, so
+    /// the link's target is not what tells).
+    fn exists(&self) -> bool {
+        self.dir.join("pyvenv.cfg").is_file()
+    }
+
     pub fn python(&self) -> PathBuf {
         self.dir.join("bin").join("python")
     }
@@ -78,13 +105,13 @@ impl Venv {
 
     /// `major.minor` of the venv's interpreter.
     pub fn version(&self) -> Result<String, String> {
-        pythons::version_of(&self.python())
+        pythons::version_at(&self.place, &self.python())
             .ok_or_else(|| format!("{} does not run", self.python().display()))
     }
 
     /// libpython of the venv's interpreter, for Rust tests that embed it.
     pub fn libdir(&self) -> Result<String, String> {
-        cmd::output(cmd::new(self.python()).args([
+        self.output(cmd::new(self.python()).args([
             "-c",
             "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))",
         ]))
@@ -96,6 +123,7 @@ pub fn ensure() -> Result<Venv, String> {
     provision(
         cmd::root().join(".venv"),
         &pythons::default_interpreter(),
+        Place::Host,
         &BASE,
     )
 }
@@ -110,35 +138,41 @@ pub fn demo() -> Result<Venv, String> {
     provision(
         cmd::root().join(".venv-demo"),
         &pythons::default_interpreter(),
+        Place::Host,
         &demo,
     )
 }
 
-/// The venv of `python`'s version: `.venv` when that is the default
-/// interpreter's version, else `.venv-X.Y`.
+/// The venv of `python`: `.venv` when it is the default interpreter's
+/// version on the host, else `.venv-LABEL` (`.venv-3.12`, `.venv-3.14-dbg`).
 pub fn for_python(python: &Python) -> Result<Venv, String> {
     let default = pythons::default_interpreter();
-    if pythons::version_of(&default).as_deref() == Some(python.version.as_str()) {
-        return provision(cmd::root().join(".venv"), &default, &BASE);
+    if python.place == Place::Host
+        && !python.debug
+        && pythons::version_of(&default).as_deref() == Some(python.version.as_str())
+    {
+        return provision(cmd::root().join(".venv"), &default, Place::Host, &BASE);
     }
     provision(
-        cmd::root().join(format!(".venv-{}", python.version)),
+        cmd::root().join(format!(".venv-{}", python.label())),
         &python.executable,
+        python.place.clone(),
         &BASE,
     )
 }
 
 fn provision(
     dir: PathBuf,
-    interpreter: &std::path::Path,
+    interpreter: &Path,
+    place: Place,
     packages: &Packages,
 ) -> Result<Venv, String> {
-    let venv = Venv { dir };
-    if !venv.python().exists() {
-        cmd::run(cmd::new(interpreter).args(["-m", "venv"]).arg(&venv.dir))?;
-        cmd::run(cmd::new(venv.python()).args(["-m", "pip", "install", "-q", "--upgrade", "pip"]))?;
+    let venv = Venv { dir, place };
+    if !venv.exists() {
+        venv.run(cmd::new(interpreter).args(["-m", "venv"]).arg(&venv.dir))?;
+        venv.run(cmd::new(venv.python()).args(["-m", "pip", "install", "-q", "--upgrade", "pip"]))?;
     }
-    let wanted = pythons::version_of(interpreter);
+    let wanted = pythons::version_at(&venv.place, interpreter);
     let have = venv.version()?;
     if wanted.as_deref().is_some_and(|w| w != have) {
         return Err(format!(
@@ -148,13 +182,8 @@ fn provision(
             wanted.unwrap_or_default()
         ));
     }
-    let missing = cmd::new(venv.python())
-        .args(["-c", packages.imports])
-        .output()
-        .map(|o| !o.status.success())
-        .unwrap_or(true);
-    if missing {
-        cmd::run(
+    if !venv.python_succeeds(packages.imports) {
+        venv.run(
             cmd::new(venv.python())
                 .args(["-m", "pip", "install", "-q"])
                 .args(packages.install),

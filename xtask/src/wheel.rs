@@ -1,20 +1,22 @@
 //! `cargo xtask wheel`: distribution wheels and an sdist, smoke-tested.
 //!
 //! Without `--local`: manylinux2014 x86-64 wheels built with the `dist`
-//! profile through `maturin --zig` for CPython 3.11–3.14 and 3.14t (maturin
-//! cross-compiles from its bundled sysconfig, so no interpreter is needed),
-//! plus an sdist that is built once to prove it builds. `maturin[zig]` is a large download, so it lives in its
-//! own venv (`target/wheel-venv`), away from the per-commit CI path.
+//! profile through `maturin --zig` for CPython 3.11–3.15, 3.14t and 3.15t
+//! (maturin cross-compiles from its bundled sysconfig, so no interpreter is
+//! needed), plus an sdist that is built once to prove it builds.
+//! `maturin[zig]` is a large download, so it lives in its own venv
+//! (`target/wheel-venv`), away from the per-commit CI path.
 //! With `--local`: one plain wheel per tested interpreter (no zig).
-//! Either way the wheel of each tested version (3.11–3.13) goes into a fresh
-//! venv of that interpreter and a smoke test runs; 3.14 and 3.14t have no
-//! interpreter here and are only built. Every wheel built here is a
+//! Either way the wheel of each tested version (3.11–3.15; 3.14 and 3.15 in
+//! the Debian chroot) goes into a fresh venv of that interpreter and a smoke
+//! test runs; 3.14t and 3.15t have no interpreter obtainable here and are
+//! only built. Every wheel built here is a
 //! shipped build: none has loop-py's `test-hooks` feature, which the smoke
 //! test checks in the installed package and every wheel's files are checked
 //! for ([`NO_TEST_HOOKS`]).
 
 use crate::cmd;
-use crate::pythons::{COMPILE_CHECKED, TESTED};
+use crate::pythons::{Place, Python, COMPILE_CHECKED, TESTED};
 use crate::venv::Venv;
 use std::path::{Path, PathBuf};
 
@@ -123,6 +125,7 @@ fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
 fn zig_venv() -> Result<Venv, String> {
     let venv = Venv {
         dir: cmd::root().join("target").join("wheel-venv"),
+        place: Place::Host,
     };
     if !venv.python().exists() {
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
@@ -203,37 +206,44 @@ pub fn distribution() -> Result<Vec<PathBuf>, String> {
 }
 
 /// Check that none of `wheels` holds the test hooks ([`NO_TEST_HOOKS`]),
-/// with `python` (any interpreter: it only reads the files).
+/// with the host interpreter `python` (any will do: it only reads the
+/// files).
 pub fn check_no_test_hooks(python: &Path, wheels: &[PathBuf]) -> Result<(), String> {
     let script = cmd::root().join("target").join("check_no_test_hooks.py");
     std::fs::write(&script, NO_TEST_HOOKS).map_err(|e| format!("{}: {e}", script.display()))?;
     cmd::run(cmd::new(python).arg(&script).args(wheels))
 }
 
-/// Install `wheel` into a fresh venv of `interpreter` and run the smoke
-/// test there; it also checks that the wheel has no test hooks.
-pub fn smoke_test(wheel: &Path, interpreter: &Path) -> Result<(), String> {
-    check_no_test_hooks(interpreter, &[wheel.to_path_buf()])?;
-    let version = crate::pythons::version_of(interpreter)
-        .ok_or_else(|| format!("{} does not run", interpreter.display()))?;
+/// Install `wheel` into a fresh venv of `python` and run the smoke test
+/// there; it also checks that the wheel has no test hooks.
+pub fn smoke_test(wheel: &Path, python: &Python) -> Result<(), String> {
+    check_no_test_hooks(
+        &crate::pythons::default_interpreter(),
+        &[wheel.to_path_buf()],
+    )?;
     let venv = Venv {
-        dir: cmd::root().join("target").join("smoke-venv").join(version),
+        dir: cmd::root()
+            .join("target")
+            .join("smoke-venv")
+            .join(python.label()),
+        place: python.place.clone(),
     };
     let _ = std::fs::remove_dir_all(&venv.dir);
-    cmd::run(cmd::new(interpreter).args(["-m", "venv"]).arg(&venv.dir))?;
-    cmd::run(
+    venv.run(
+        cmd::new(&python.executable)
+            .args(["-m", "venv"])
+            .arg(&venv.dir),
+    )?;
+    venv.run(
         cmd::new(venv.python())
             .args(["-m", "pip", "install", "-q", "--no-deps"])
             .arg(wheel),
     )?;
     let script = venv.dir.join("smoke_test.py");
     std::fs::write(&script, SMOKE_TEST).map_err(|e| format!("{}: {e}", script.display()))?;
-    // Run from outside the repository so the source tree cannot shadow it.
-    cmd::run(
-        cmd::new(venv.python())
-            .arg(&script)
-            .current_dir(std::env::temp_dir()),
-    )
+    // Run from outside the repository so the source tree cannot shadow it
+    // (`/tmp` exists on the host and in the chroot).
+    venv.run(cmd::new(venv.python()).arg(&script).current_dir("/tmp"))
 }
 
 /// The wheel among `wheels` for CPython `version` (`3.12` → `cp312-cp312`).

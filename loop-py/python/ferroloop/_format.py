@@ -78,9 +78,19 @@ def extract_stack() -> traceback.StackSummary:
 
 
 def log_slow_callback(handle: Any, took: float) -> None:
-    callback = handle._callback
-    owner = getattr(callback, "__self__", None)
+    logger.warning("Executing %s took %.3f seconds", _shown_handle(handle), took)
+
+
+def _shown_handle(handle: Any) -> str:
+    """asyncio's ``_format_handle``: the task a callback steps, else the
+    handle; for the native handle running a 3.14+ ``_ThreadSafeHandle``
+    (see ``Loop.call_soon_threadsafe``), that handle."""
     import asyncio
 
-    shown = repr(owner) if isinstance(owner, asyncio.Task) else repr(handle)
-    logger.warning("Executing %s took %.3f seconds", shown, took)
+    callback = handle._callback
+    owner = getattr(callback, "__self__", None)
+    if isinstance(owner, asyncio.Task):
+        return repr(owner)
+    if isinstance(owner, asyncio.Handle) and getattr(callback, "__func__", None) is type(owner)._run:
+        return _shown_handle(owner)
+    return repr(handle)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import logging
 import os
@@ -98,6 +99,10 @@ def _bind_call_soon(loop: Any) -> Any:
 
 _BIND_CALL_SOON = sys.version_info < (3, 12)
 
+#: asyncio's own check (legacy ``@coroutine`` markers included), without the
+#: DeprecationWarning the public name gives from 3.14 on.
+_iscoroutinefunction = getattr(coroutines, "_iscoroutinefunction", coroutines.iscoroutinefunction)
+
 
 class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketOps, asyncio.AbstractEventLoop):
     """A ferroloop event loop; use it wherever an asyncio loop is expected."""
@@ -137,6 +142,8 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         if not self.is_closed():
             _warn(f"unclosed event loop {self!r}", ResourceWarning, source=self)
             if not self.is_running():
+                # Garbage: the handles it queues are too (see _native's _close).
+                self._finalizing = True
                 self.close()
 
     # -- private attributes asyncio's loop has ----------------------------
@@ -232,7 +239,7 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         self._default_executor = None
         if self._child_pidfds:
             abandon_children(self)
-        self._close()
+        self._close(finalizing=getattr(self, "_finalizing", False))
         if executor is not None:
             executor.shutdown(wait=False)
 
@@ -240,6 +247,28 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         super().set_debug(enabled)
         if self.is_running():
             self.call_soon_threadsafe(self._set_coroutine_origin_tracking, bool(enabled))
+
+    if sys.version_info >= (3, 14):
+
+        def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any,
+                                 context: contextvars.Context | None = None) -> asyncio.Handle:
+            """Like call_soon(), from any thread. From 3.14 on the handle is
+            asyncio's own ``_ThreadSafeHandle``: its lock makes a
+            ``cancel()`` or ``cancelled()`` from another thread wait while the
+            callback runs, and a handle cancelled before it runs never
+            calls back. The loop queues the handle's ``_run`` natively (in
+            an empty context: ``_run`` enters the handle's own)."""
+            self._check_closed()
+            if self.get_debug():
+                self._check_callback(callback, "call_soon_threadsafe")
+            handle = events._ThreadSafeHandle(callback, args, self, context)  # type: ignore[attr-defined]
+            _native.Loop.call_soon_threadsafe(self, handle._run, context=contextvars.Context())
+            # asyncio's own trimming: drop this frame and _ThreadSafeHandle's.
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            if handle._source_traceback:
+                del handle._source_traceback[-1]
+            return handle
 
     def _set_coroutine_origin_tracking(self, enabled: bool) -> None:
         if bool(enabled) == bool(self._coroutine_origin_tracking_enabled):
@@ -317,7 +346,7 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
         return futures.wrap_future(executor.submit(func, *args), loop=self)
 
     def _check_callback(self, callback: Any, method: str) -> None:
-        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+        if asyncio.iscoroutine(callback) or _iscoroutinefunction(callback):
             raise TypeError(f"coroutines cannot be used with {method}()")
         if not callable(callback):
             raise TypeError(f"a callable object was expected by {method}(), got {callback!r}")
@@ -343,7 +372,7 @@ class Loop(_native.Loop, StreamOps, DatagramOps, PipeOps, SubprocessOps, SocketO
     # -- signals -------------------------------------------------------------
 
     def add_signal_handler(self, sig: int, callback: Callable[..., object], *args: Any) -> None:
-        if asyncio.iscoroutine(callback) or asyncio.iscoroutinefunction(callback):
+        if asyncio.iscoroutine(callback) or _iscoroutinefunction(callback):
             raise TypeError("coroutines cannot be used with add_signal_handler()")
         self._signal_handlers.add(sig, callback, args)
 

@@ -43,17 +43,32 @@ class EventLoopPolicy(_DefaultPolicy):  # type: ignore[misc]
         return new_event_loop()
 
 
+#: install() has warned in this process (it warns once).
+_install_warned = False
+
+
 def install() -> None:
     """Make ferroloop the loop of ``asyncio.run`` and ``asyncio.new_event_loop``
-    (through the event loop policy; prefer ``ferroloop.run`` on 3.14+)."""
-    if sys.version_info >= (3, 14):
+    through asyncio's event loop policy. From Python 3.14 on, where asyncio
+    deprecates the policy system, the first call warns (DeprecationWarning)
+    and points to ``ferroloop.run`` and ``loop_factory``; importing
+    ferroloop never warns."""
+    global _install_warned
+    if sys.version_info >= (3, 14) and not _install_warned:
+        _install_warned = True
         warnings.warn(
             "ferroloop.install() uses asyncio's event loop policy system, deprecated "
-            "since Python 3.14; use ferroloop.run(main) or "
-            "asyncio.Runner(loop_factory=ferroloop.new_event_loop) instead",
+            "since Python 3.14; use ferroloop.run(main()), or "
+            "asyncio.run(main(), loop_factory=ferroloop.new_event_loop) "
+            "(asyncio.Runner takes the same loop_factory)",
             DeprecationWarning,
             stacklevel=2,
         )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        asyncio.set_event_loop_policy(EventLoopPolicy())
+    set_policy = getattr(asyncio.events, "_set_event_loop_policy", None)
+    if set_policy is not None:
+        # 3.14+: the setter without the deprecation warning (asyncio's own
+        # code uses it); warnings.catch_warnings would change the
+        # process-wide filters, which other threads see meanwhile.
+        set_policy(EventLoopPolicy())
+        return
+    asyncio.set_event_loop_policy(EventLoopPolicy())

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import errno
 import functools
+import inspect
 import io
 import os
 import socket
-from asyncio import exceptions
+from asyncio import exceptions, unix_events
 from typing import TYPE_CHECKING, Any, Callable
 
 try:
@@ -29,6 +30,14 @@ _WOULD_BLOCK = (BlockingIOError, InterruptedError)
 
 #: Bytes per ``os.sendfile`` call and per fallback read.
 _SENDFILE_BLOCK = 256 * 1024
+
+#: 3.14's sendfile leaves the file at ``offset + sent`` whatever happened
+#: (nothing sent, an error); before, only after sending something, and the
+#: fallback did not seek to offset 0. Told apart by the helper that does it
+#: (its ``total_sent`` parameter went), so a backport is followed too.
+SENDFILE_ALWAYS_SEEKS = (
+    len(inspect.signature(unix_events._UnixSelectorEventLoop._sock_sendfile_update_filepos).parameters) == 3
+)
 
 
 def _check_socket(loop: Any, sock: socket.socket) -> None:
@@ -246,7 +255,7 @@ class SocketOps:
                     break  # end of file
                 sent += n
         finally:
-            if sent > 0:
+            if sent > 0 or SENDFILE_ALWAYS_SEEKS:
                 file.seek(offset + sent)
         return sent
 
@@ -256,7 +265,7 @@ class SocketOps:
             fut.set_result(None)
 
     async def _sock_sendfile_fallback(self, sock: socket.socket, file: Any, offset: int, count: int | None) -> int:
-        if offset:
+        if offset or (SENDFILE_ALWAYS_SEEKS and hasattr(file, "seek")):
             file.seek(offset)
         block = min(count, _SENDFILE_BLOCK) if count else _SENDFILE_BLOCK
         buf = bytearray(block)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import errno
 import functools
 import inspect
@@ -21,10 +22,11 @@ import logging
 import os
 import socket
 import stat
-from asyncio import base_events, constants, exceptions, protocols, sslproto, staggered
+from asyncio import base_events, constants, exceptions, protocols, selector_events, sslproto, staggered
 from typing import Any, Callable, Iterable
 
 from . import _native
+from ._sockets import SENDFILE_ALWAYS_SEEKS
 from ._transports import SocketTransport
 
 try:
@@ -39,6 +41,10 @@ _SENDFILE_BLOCK = 256 * 1024
 _HAS_IPV6 = hasattr(socket, "AF_INET6")
 # The running version's create_unix_server parameters (3.13 added cleanup_socket).
 _UNIX_SERVER_PARAMETERS = inspect.signature(asyncio.SelectorEventLoop.create_unix_server).parameters
+# 3.15: each connection's protocol runs in a context of its own, a copy of
+# the server's (taken when the Server was made, passed to _start_serving)
+# or, for create_connection and the like, of the caller's.
+_CONNECTION_CONTEXTS = "context" in inspect.signature(selector_events.BaseSelectorEventLoop._start_serving).parameters
 
 
 def _check_ssl_arguments(ssl: Any, handshake_timeout: Any, shutdown_timeout: Any) -> None:
@@ -192,20 +198,22 @@ class StreamOps:
             raise RuntimeError(f"File descriptor {fd!r} is used by transport {transport!r}")
 
     def _make_socket_transport(self, sock: socket.socket, protocol: Any, waiter: Any = None, *,
-                               extra: Any = None, server: Any = None) -> SocketTransport:
-        return SocketTransport(self, sock, protocol, waiter, extra, server)
+                               extra: Any = None, server: Any = None,
+                               context: contextvars.Context | None = None) -> SocketTransport:
+        return SocketTransport(self, sock, protocol, waiter, extra, server, context)
 
     def _make_ssl_transport(self, rawsock: socket.socket, protocol: Any, sslcontext: Any, waiter: Any = None, *,
                             server_side: bool = False, server_hostname: Any = None, extra: Any = None,
                             server: Any = None, ssl_handshake_timeout: Any = None,
-                            ssl_shutdown_timeout: Any = None, call_connection_made: bool = True) -> Any:
+                            ssl_shutdown_timeout: Any = None, call_connection_made: bool = True,
+                            context: contextvars.Context | None = None) -> Any:
         ssl_protocol = sslproto.SSLProtocol(
             self, protocol, sslcontext, waiter, server_side, server_hostname,
             ssl_handshake_timeout=ssl_handshake_timeout,
             ssl_shutdown_timeout=ssl_shutdown_timeout,
             call_connection_made=call_connection_made,
         )
-        SocketTransport(self, rawsock, ssl_protocol, extra=extra, server=server)
+        SocketTransport(self, rawsock, ssl_protocol, extra=extra, server=server, context=context)
         return ssl_protocol._app_transport
 
     async def _ensure_resolved(self, address: Any, *, family: int = 0, type: int = socket.SOCK_STREAM,
@@ -261,15 +269,21 @@ class StreamOps:
                     except OSError:
                         continue
             else:
-                sock, _, _ = await staggered.staggered_race(
+                # The winner only, as asyncio takes it: the rest of the
+                # race's result (its index, the attempts' errors) is not used.
+                sock = (await staggered.staggered_race(
                     (functools.partial(self._connect_one, errors, info, local_infos) for info in infos),
                     happy_eyeballs_delay,
                     loop=self,
-                )
+                ))[0]
             if sock is None:
                 flat = [exc for attempt in errors for exc in attempt]
                 if all_errors:
                     raise ExceptionGroup("create_connection failed", flat)  # noqa: F821 (3.11+)
+                if not flat:
+                    # Every attempt was cancelled before failing (asyncio's
+                    # answer since gh-135836).
+                    raise TimeoutError("create_connection failed")
                 if len(flat) == 1:
                     raise flat[0]
                 first = str(flat[0])
@@ -325,24 +339,36 @@ class StreamOps:
                                     server_hostname: Any, server_side: bool = False,
                                     ssl_handshake_timeout: Any = None,
                                     ssl_shutdown_timeout: Any = None) -> tuple[Any, Any]:
-        sock.setblocking(False)
         loop: Any = self
-        protocol = protocol_factory()
-        waiter = loop.create_future()
-        if ssl:
-            sslcontext = None if isinstance(ssl, bool) else ssl
-            if sslcontext is None:
-                sslcontext = _ssl.create_default_context()
-            transport = self._make_ssl_transport(
-                sock, protocol, sslcontext, waiter, server_side=server_side,
-                server_hostname=server_hostname, ssl_handshake_timeout=ssl_handshake_timeout,
-                ssl_shutdown_timeout=ssl_shutdown_timeout)
-        else:
-            transport = self._make_socket_transport(sock, protocol, waiter)
+        try:
+            sock.setblocking(False)
+            # Passed only where asyncio passes it (tests mock these makers).
+            in_context = {"context": contextvars.copy_context()} if _CONNECTION_CONTEXTS else {}
+            protocol = protocol_factory()
+            waiter = loop.create_future()
+            if ssl:
+                sslcontext = None if isinstance(ssl, bool) else ssl
+                if sslcontext is None:
+                    sslcontext = _ssl.create_default_context()
+                transport = self._make_ssl_transport(
+                    sock, protocol, sslcontext, waiter, server_side=server_side,
+                    server_hostname=server_hostname, ssl_handshake_timeout=ssl_handshake_timeout,
+                    ssl_shutdown_timeout=ssl_shutdown_timeout, **in_context)
+            else:
+                transport = self._make_socket_transport(sock, protocol, waiter, **in_context)
+        except BaseException:
+            # No transport took the socket (the protocol factory failed, say):
+            # close it, the caller's own included (asyncio's gh-153133).
+            sock.close()
+            raise
         try:
             await waiter
         except BaseException:
             transport.close()
+            # The error's traceback holds this frame: without the waiter
+            # (which holds the error) that is no cycle, and a failed
+            # connection's transport goes at once (asyncio's gh-159049).
+            waiter = None
             raise
         return transport, protocol
 
@@ -556,20 +582,23 @@ class StreamOps:
             except FileNotFoundError:
                 pass
 
-    def _accept_connection(self, conn: socket.socket, serve_args: tuple[Any, ...]) -> None:
+    def _accept_connection(self, conn: socket.socket, serve_args: tuple[Any, ...],
+                           context: contextvars.Context | None) -> None:
         """One connection the native accept loop took: a protocol from the
         server's factory and a transport for it (with TLS, in a task that
-        waits for the handshake)."""
+        waits for the handshake). ``context`` (3.15): the connection's own,
+        which this runs in and its protocol's callbacks will."""
         protocol_factory, sslcontext, server, ssl_handshake_timeout, ssl_shutdown_timeout = serve_args
         loop: Any = self
         if sslcontext:
             loop.create_task(self._accept_one(protocol_factory, conn, {}, sslcontext, server,
-                                              ssl_handshake_timeout, ssl_shutdown_timeout))
+                                              ssl_handshake_timeout, ssl_shutdown_timeout, context),
+                             context=context)
             return
         protocol = None
         try:
             protocol = protocol_factory()
-            SocketTransport(loop, conn, protocol, server=server)
+            SocketTransport(loop, conn, protocol, server=server, context=context)
         except (SystemExit, KeyboardInterrupt):
             conn.close()
             raise
@@ -586,23 +615,28 @@ class StreamOps:
                 loop.call_exception_handler(context)
 
     async def _accept_one(self, protocol_factory: Callable[[], Any], conn: socket.socket, extra: dict[str, Any],
-                          sslcontext: Any, server: Any, ssl_handshake_timeout: Any, ssl_shutdown_timeout: Any) -> None:
+                          sslcontext: Any, server: Any, ssl_handshake_timeout: Any, ssl_shutdown_timeout: Any,
+                          context: contextvars.Context | None) -> None:
         loop: Any = self
         protocol = None
         transport = None
         try:
             protocol = protocol_factory()
             waiter = loop.create_future()
+            # Passed only where asyncio passes it (tests mock these makers).
+            in_context = {"context": context} if _CONNECTION_CONTEXTS else {}
             if sslcontext:
                 transport = self._make_ssl_transport(conn, protocol, sslcontext, waiter, server_side=True, extra=extra,
                                                      server=server, ssl_handshake_timeout=ssl_handshake_timeout,
-                                                     ssl_shutdown_timeout=ssl_shutdown_timeout)
+                                                     ssl_shutdown_timeout=ssl_shutdown_timeout, **in_context)
             else:
-                transport = self._make_socket_transport(conn, protocol, waiter, extra=extra, server=server)
+                transport = self._make_socket_transport(conn, protocol, waiter, extra=extra, server=server,
+                                                        **in_context)
             try:
                 await waiter
             except BaseException:
                 transport.close()
+                waiter = None  # no cycle through the error (see _connection_transport)
                 raise
         except (SystemExit, KeyboardInterrupt):
             if transport is None:
@@ -661,7 +695,7 @@ class StreamOps:
 
     async def _sendfile_fallback(self, transport: Any, file: Any, offset: int, count: int | None) -> int:
         loop: Any = self
-        if offset:
+        if offset or (SENDFILE_ALWAYS_SEEKS and hasattr(file, "seek")):
             file.seek(offset)
         block = min(count, _SENDFILE_BLOCK) if count else _SENDFILE_BLOCK
         buf = bytearray(block)
@@ -705,6 +739,14 @@ class StreamOps:
         )
         # Pause while the protocol is swapped, so no data reaches the old one.
         transport.pause_reading()
+        if server_side and isinstance(protocol, asyncio.StreamReaderProtocol):
+            # What the stream buffered already (the ClientHello, when the
+            # client was quick) belongs to the TLS layer now (asyncio's
+            # gh-142352; lost before it, and the handshake then waits forever).
+            reader = getattr(protocol, "_stream_reader", None)
+            if reader is not None and reader._buffer:
+                ssl_protocol._incoming.write(reader._buffer)
+                reader._buffer.clear()
         transport.set_protocol(ssl_protocol)
         connection_made = loop.call_soon(ssl_protocol.connection_made, transport)
         resume = loop.call_soon(transport.resume_reading)
@@ -714,5 +756,6 @@ class StreamOps:
             transport.close()
             connection_made.cancel()
             resume.cancel()
+            waiter = None  # no cycle through the error (see _connection_transport)
             raise
         return ssl_protocol._app_transport

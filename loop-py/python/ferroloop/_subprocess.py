@@ -4,18 +4,18 @@ the pipe transports of this loop.
 
 Children are reaped without the child-watcher API (deprecated in 3.12,
 removed in 3.14): a pidfd (Linux ≥ 5.3) turns readable when the child
-exits and is watched like any fd; elsewhere a thread blocks in
-``waitpid`` for that one child.
+exits and is watched like any fd; elsewhere a thread blocks in ``waitid``
+for that one child, leaving the reaping to the loop.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
-import sys
 import threading
-from asyncio import base_subprocess
+from asyncio import base_subprocess, unix_events
 from typing import Any, Callable
 
 logger = logging.getLogger("asyncio")
@@ -25,6 +25,25 @@ class SubprocessTransport(base_subprocess.BaseSubprocessTransport):
     def _start(self, args: Any, shell: bool, stdin: Any, stdout: Any, stderr: Any, bufsize: int, **kwargs: Any) -> None:
         self._proc = subprocess.Popen(args, shell=shell, stdin=stdin, stdout=stdout, stderr=stderr,
                                       universal_newlines=False, bufsize=bufsize, **kwargs)
+
+    # 3.14's own (gh-127049), on every version: os.kill unless the exit is
+    # known. Before 3.14 asyncio went through Popen.send_signal, whose poll()
+    # reaps an exited child itself: the loop's watcher then found no child
+    # (returncode 255), and the pid was free for reuse meanwhile.
+    def send_signal(self, signal: int) -> None:
+        self._check_proc()
+        if self._returncode is not None or self._proc.returncode is not None:
+            return  # exited (and reaped: the pid may be another process's now)
+        try:
+            os.kill(self._proc.pid, signal)
+        except ProcessLookupError:
+            pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
 
 def _exit_code(pid: int) -> int:
@@ -38,54 +57,95 @@ def _exit_code(pid: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-# How many loop iterations asyncio's default child watcher lets pass between
-# noticing the exit and calling the transport's ``_process_exited``: 3.11's
-# ThreadedChildWatcher does ``call_soon_threadsafe(call_soon, ...)`` ("skip
-# one iteration for callbacks to be executed"), 3.12+'s PidfdChildWatcher a
-# single ``call_soon_threadsafe``. The pipes' EOF takes as many hops to
-# become ``pipe_connection_lost``, so a child that writes and exits gets its
-# ``pipe_connection_lost`` calls before ``process_exited``, as on asyncio.
-_EXIT_HOPS = 2 if sys.version_info < (3, 12) else 1
+def _exit_hops() -> int:
+    """How many loop iterations the running version's asyncio lets pass
+    between noticing a child's exit and calling the transport's
+    ``_process_exited`` (its ``_child_watcher_callback``): 3.11 does
+    ``call_soon_threadsafe(call_soon, ...)`` ("skip one iteration for
+    callbacks to be executed"), 3.12 and 3.13 a single
+    ``call_soon_threadsafe``, 3.14+ none (gh-127049). Read from the names
+    that callback uses, so a patch release that changes it is followed."""
+    names = unix_events._UnixSelectorEventLoop._child_watcher_callback.__code__.co_names
+    if "call_soon" in names:
+        return 2
+    return 1 if "call_soon_threadsafe" in names else 0
 
 
-def _deliver_exit(loop: Any, on_exit: Callable[[int], object], returncode: int, threadsafe: bool) -> None:
-    call: Any = loop.call_soon_threadsafe if threadsafe else loop.call_soon
-    if _EXIT_HOPS == 2:
-        call(loop.call_soon, on_exit, returncode)
+# The pipes' EOF takes as many hops to become ``pipe_connection_lost``, so a
+# child that writes and exits gets its ``pipe_connection_lost`` calls before
+# ``process_exited`` where asyncio gives them that order.
+_EXIT_HOPS = _exit_hops()
+
+
+def _reap_and_publish(loop: Any, transport: Any, hops: int) -> None:
+    """Reap the transport's child and hand it the returncode after ``hops``
+    loop iterations (``_EXIT_HOPS``; none from 3.14 on, where reaping and
+    publishing are one step, asyncio's gh-127049). The child's ``Popen``
+    learns the returncode at once, so ``send_signal()`` never reaches the
+    pid once it is reaped and may be recycled: before 3.14 it goes through
+    ``Popen.send_signal``, which checks that returncode."""
+    returncode = _exit_code(transport.get_pid())
+    proc = transport._proc
+    if proc is not None and proc.returncode is None:
+        proc.returncode = returncode
+    _publish_exit(loop, transport._process_exited, returncode, hops)
+
+
+def _publish_exit(loop: Any, on_exit: Callable[[int], object], returncode: int, hops: int) -> None:
+    if hops:
+        loop.call_soon(_publish_exit, loop, on_exit, returncode, hops - 1)
     else:
-        call(on_exit, returncode)
+        on_exit(returncode)
 
 
-def watch_child(loop: Any, pid: int, on_exit: Callable[[int], object]) -> None:
-    """Call ``on_exit(returncode)`` on the loop once child ``pid`` exits."""
+def watch_child(loop: Any, transport: Any) -> None:
+    """Reap the subprocess transport's child once it exits, and tell the
+    transport (``_process_exited``) on the loop."""
+    pid = transport.get_pid()
     try:
         pidfd = os.pidfd_open(pid)
     except (AttributeError, OSError):
         pidfd = None
     if pidfd is None:
-        _reap_in_thread(loop, pid, on_exit)
+        _wait_in_thread(loop, pid, transport)
         return
 
     def exited() -> None:
         del loop._child_pidfds[pidfd]
         loop._remove_reader(pidfd)
         os.close(pidfd)
-        _deliver_exit(loop, on_exit, _exit_code(pid), threadsafe=False)
+        _reap_and_publish(loop, transport, _EXIT_HOPS)
 
     loop._child_pidfds[pidfd] = pid
     loop._add_reader(pidfd, exited)
 
 
-def _reap_in_thread(loop: Any, pid: int, on_exit: Callable[[int], object] | None) -> None:
-    """Wait for ``pid`` in a thread; call ``on_exit`` on the loop unless it
-    has been closed meanwhile (then warn, as asyncio's child watcher does)."""
+def _wait_in_thread(loop: Any, pid: int, transport: Any | None) -> None:
+    """Wait for ``pid`` in a thread without reaping it, then have the loop
+    reap it and tell ``transport``; reap it in the thread when there is no
+    transport or the loop has been closed meanwhile (then warn, as
+    asyncio's child watcher does)."""
+
+    def orphaned() -> None:
+        _exit_code(pid)
+        logger.warning("Loop %r that handles pid %r is closed", loop, pid)
 
     def wait() -> None:
-        returncode = _exit_code(pid)
-        if on_exit is None or loop.is_closed():
-            logger.warning("Loop %r that handles pid %r is closed", loop, pid)
-        else:
-            _deliver_exit(loop, on_exit, returncode, threadsafe=True)
+        if transport is None:
+            orphaned()
+            return
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            pass  # reaped elsewhere: _exit_code reports it
+        if loop.is_closed():
+            orphaned()
+            return
+        try:
+            # The thread's wake-up is the first hop.
+            loop.call_soon_threadsafe(_reap_and_publish, loop, transport, max(_EXIT_HOPS - 1, 0))
+        except RuntimeError:
+            orphaned()  # closed concurrently
 
     threading.Thread(target=wait, name=f"ferroloop-waitpid-{pid}", daemon=True).start()
 
@@ -98,7 +158,7 @@ def abandon_children(loop: Any) -> None:
     for pidfd, pid in watched.items():
         loop._remove_reader(pidfd)
         os.close(pidfd)
-        _reap_in_thread(loop, pid, None)
+        _wait_in_thread(loop, pid, None)
 
 
 class SubprocessOps:
@@ -140,7 +200,7 @@ class SubprocessOps:
         waiter = loop.create_future()
         transport = SubprocessTransport(loop, protocol, args, shell, stdin, stdout, stderr, bufsize,
                                         waiter=waiter, extra=extra, **kwargs)
-        watch_child(loop, transport.get_pid(), transport._process_exited)
+        watch_child(loop, transport)
         try:
             await waiter
         except (SystemExit, KeyboardInterrupt):

@@ -17,6 +17,7 @@ schedules), ``repr`` and the unclosed-transport warning.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import os
 import stat
@@ -163,7 +164,9 @@ class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
 
     def __init__(self, loop: Any, sock: Any, protocol: asyncio.BaseProtocol,
                  waiter: asyncio.Future[Any] | None = None, extra: dict[str, Any] | None = None,
-                 server: Any = None) -> None:
+                 server: Any = None, context: contextvars.Context | None = None) -> None:
+        """``context`` (3.15): the connection's own, which the protocol's
+        callbacks run in."""
         super().__init__(extra)
         self._extra["socket"] = trsock.TransportSocket(sock)
         try:
@@ -179,7 +182,7 @@ class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
         self._sock_obj = sock
         self._sock_fd = sock.fileno()
         self._server = server
-        self._bind_native(StreamTransport(loop, self, sock, self._sock_fd, protocol, "socket"))
+        self._bind_native(StreamTransport(loop, self, sock, self._sock_fd, protocol, "socket", context))
         if server is not None:
             try:
                 _attach(server, self)
@@ -189,8 +192,8 @@ class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
                 self._sock_obj = None
                 raise
         loop._transports[self._sock_fd] = self
-        loop.call_soon(protocol.connection_made, self)
-        loop.call_soon(self._core._start)
+        loop.call_soon(protocol.connection_made, self, context=context)
+        loop.call_soon(self._core._start, context=context)
         if waiter is not None:
             loop.call_soon(futures._set_result_unless_cancelled, waiter, None)
 
@@ -228,6 +231,12 @@ class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
     @property
     def _eof(self) -> bool:
         return self._core._eof
+
+    @property
+    def _read_ready_cb(self) -> Any:
+        """asyncio's reader callback, as its tests look at it: None once the
+        transport is closing (reading is native: nothing to call)."""
+        return None if self._closing else self._core.resume_reading
 
     def _make_empty_waiter(self) -> asyncio.Future[None]:
         """For sendfile: a future done when the write buffer has drained."""

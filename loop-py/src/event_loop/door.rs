@@ -183,7 +183,7 @@ mod tests {
             );
         }
         Python::attach(|py| {
-            event_loop.get()._close(py).unwrap();
+            event_loop.get()._close(py, false).unwrap();
             assert!(door.is_closed());
             assert!(
                 door.run(|_py: Python<'_>| {}).is_err(),

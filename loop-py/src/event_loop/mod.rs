@@ -21,7 +21,7 @@ use tick::{panic_message, RunGuard};
 use crate::call_args::CallArgs;
 use crate::errors::{closed, not_thread_safe, to_pyerr};
 use crate::gil_cell::GilCell;
-use crate::handle::{release_timer, track, AnyHandle, Handle, NewHandle, TimerHandle};
+use crate::handle::{release_timer, track, AnyHandle, Core, Handle, NewHandle, TimerHandle};
 use crate::handle_pool::HandlePool;
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
@@ -63,6 +63,10 @@ impl ScheduledTimer {
             Some(timer) => AnyHandle::visit_timer(timer, visit),
             None => Ok(()),
         }
+    }
+
+    fn core(&self) -> Option<&Core> {
+        self.0.as_ref().map(|timer| timer.get().core())
     }
 }
 
@@ -681,7 +685,17 @@ impl Loop {
     }
 
     /// The native part of `close`: drop every pending callback and timer.
-    fn _close(&self, py: Python<'_>) -> PyResult<()> {
+    /// Close the loop's native side. `finalizing`: its `__del__` closes it,
+    /// so it is garbage, and so is every handle it still queues (each
+    /// points back at it, or the loop would be reachable): those are
+    /// emptied before they are let go of. A queued handle someone else
+    /// holds goes back on the collector's lists when released, and with
+    /// its references intact CPython 3.15 counts it as a reference from
+    /// outside the garbage it was found in, so the whole cycle (loop,
+    /// handle, the callback's owner holding the handle) came back to life
+    /// until the next collection.
+    #[pyo3(signature = (finalizing=false))]
+    fn _close(&self, py: Python<'_>, finalizing: bool) -> PyResult<()> {
         if self.state.owner() != 0 {
             return Err(PyRuntimeError::new_err("Cannot close a running event loop"));
         }
@@ -704,6 +718,12 @@ impl Loop {
         };
         let mut queued: Vec<AnyHandle> = Vec::new();
         self.injector.take_all(&mut queued);
+        if finalizing {
+            let cores = ready.iter().chain(&queued).filter_map(AnyHandle::core);
+            for core in cores.chain(timers.iter().filter_map(ScheduledTimer::core)) {
+                core.forget(py);
+            }
+        }
         for handle in ready.into_iter().chain(queued) {
             drop(handle.release(py));
         }
@@ -820,25 +840,30 @@ impl Loop {
 
     /// `add_reader` returning the registered handle (asyncio's private
     /// `_add_reader`), so a waiter can tell whether it was replaced.
-    #[pyo3(signature = (fd, callback, *args))]
+    /// `context`: what the callback runs in (3.15's transports pass their
+    /// connection's); by default a copy of the current one.
+    #[pyo3(signature = (fd, callback, *args, context=None))]
     fn _add_reader(
         slf: &Bound<'_, Self>,
         fd: &Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<Handle>> {
-        Loop::add_fd_callback(slf, fd, callback, args, false)
+        Loop::add_fd_callback_in(slf, fd, callback, args, false, context)
     }
 
-    /// `add_writer` returning the registered handle.
-    #[pyo3(signature = (fd, callback, *args))]
+    /// `add_writer` returning the registered handle (and `context=`, as
+    /// `_add_reader`).
+    #[pyo3(signature = (fd, callback, *args, context=None))]
     fn _add_writer(
         slf: &Bound<'_, Self>,
         fd: &Bound<'_, PyAny>,
         callback: Bound<'_, PyAny>,
         args: Bound<'_, PyTuple>,
+        context: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<Handle>> {
-        Loop::add_fd_callback(slf, fd, callback, args, true)
+        Loop::add_fd_callback_in(slf, fd, callback, args, true, context)
     }
 
     fn remove_reader(slf: &Bound<'_, Self>, fd: &Bound<'_, PyAny>) -> PyResult<bool> {

@@ -40,6 +40,9 @@ struct Inner {
     /// The context connections are set up in (3.15's `context=`, else a
     /// copy of the one `_start_serving` ran in).
     context: Option<Py<PyAny>>,
+    /// 3.15: each connection is set up, and its protocol runs, in a copy of
+    /// `context` of its own.
+    per_connection: bool,
     watching: bool,
     /// The timer that resumes accepting after a resource limit.
     retry: Option<Py<PyAny>>,
@@ -131,15 +134,17 @@ impl Listener {
     }
 
     /// One accepted connection to the loop's `_accept_connection`, as a
-    /// Python socket, in the server's context.
+    /// Python socket, in the server's context (3.15: in a copy of its own,
+    /// which the connection's transport keeps).
     fn hand_over(slf: &Bound<'_, Self>, conn: Accepted) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
-        let (args, context, (family, kind, proto)) = me.with(py, |st| {
+        let (args, context, (family, kind, proto), per_connection) = me.with(py, |st| {
             (
                 st.serve_args.as_ref().map(|a| a.clone_ref(py)),
                 st.context.as_ref().map(|c| c.clone_ref(py)),
                 st.socket_args,
+                st.per_connection,
             )
         });
         let (Some(args), Some(context)) = (args, context) else {
@@ -158,7 +163,13 @@ impl Listener {
         let event_loop = me.event_loop.bind(py);
         let accept = event_loop.getattr(intern!(py, "_accept_connection"))?;
         let args = args.bind(py);
-        pyapi::with_context(context.bind(py), || accept.call1((socket, args)).map(drop))
+        if per_connection {
+            let own = context.bind(py).call_method0(intern!(py, "copy"))?;
+            return pyapi::with_context(&own, || accept.call1((socket, args, &own)).map(drop));
+        }
+        pyapi::with_context(context.bind(py), || {
+            accept.call1((socket, args, py.None())).map(drop)
+        })
     }
 
     /// `socket.accept() out of system resource`: report, stop accepting,
@@ -210,7 +221,8 @@ impl Listener {
     /// `Listener(loop, sock, backlog, serve_args, context)`: accept on
     /// `sock` (a listening socket the caller keeps open until `_stop`),
     /// `backlog` connections per readable report, handing each to
-    /// `loop._accept_connection(conn, serve_args)`.
+    /// `loop._accept_connection(conn, serve_args, conn_context)`
+    /// (`conn_context`: a copy of `context` when one is given, else None).
     #[new]
     #[pyo3(signature = (event_loop, sock, backlog, serve_args, context = None))]
     fn new(
@@ -232,7 +244,9 @@ impl Listener {
             Some(io) => os_error(io),
             None => pyo3::exceptions::PyOSError::new_err(e.to_string()),
         })?;
-        let context = match context.filter(|c| !c.is_none()) {
+        let given = context.filter(|c| !c.is_none());
+        let per_connection = given.is_some();
+        let context = match given {
             Some(context) => context,
             None => pyapi::copy_current_context(py)?,
         };
@@ -246,6 +260,7 @@ impl Listener {
                 socket_args: (family, kind, proto),
                 serve_args: Some(serve_args.unbind()),
                 context: Some(context.unbind()),
+                per_connection,
                 watching: false,
                 retry: None,
                 stopped: false,

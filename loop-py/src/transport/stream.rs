@@ -32,7 +32,7 @@ use pyo3::exceptions::{PyConnectionError, PyRuntimeError, PyTypeError, PyValueEr
 use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::PyTraverseError;
 use std::os::fd::RawFd;
 
@@ -105,6 +105,10 @@ pub(crate) struct StreamTransport {
     fd: RawFd,
     kind: StreamKind,
     event_loop: Py<Loop>,
+    /// The context the protocol's callbacks run in (CPython 3.15: each
+    /// connection's copy of its server's or creator's); `None` before 3.15,
+    /// where they run in the loop's.
+    context: Option<Py<PyAny>>,
     inner: GilCell<Inner>,
 }
 
@@ -130,16 +134,41 @@ impl StreamTransport {
             .map_or_else(|| py.None().into_bound(py), |t| t.into_bound(py))
     }
 
+    /// `loop.call_soon(*args)`, in the connection's context if it has one.
+    fn call_soon<'py>(&self, py: Python<'py>, args: Bound<'py, PyTuple>) -> PyResult<()> {
+        let event_loop = self.loop_any(py);
+        let kwargs = match &self.context {
+            Some(context) => {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item(intern!(py, "context"), context.bind(py))?;
+                Some(kwargs)
+            }
+            None => None,
+        };
+        event_loop.call_method(intern!(py, "call_soon"), args, kwargs.as_ref())?;
+        Ok(())
+    }
+
     fn protocol<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
         self.with(py, |st| st.protocol.as_ref().map(|p| p.clone_ref(py)))
             .map(|p| p.into_bound(py))
     }
 
-    /// The readiness `IoPort` dispatches.
+    /// The readiness `IoPort` dispatches, in the connection's context if it
+    /// has one.
     fn dispatch(target: &Bound<'_, PyAny>, ready: Readiness) -> PyResult<()> {
         // SAFETY: ports of this dispatch are registered with a
         // `StreamTransport` as target (`sync_interest`).
         let slf = unsafe { target.cast_unchecked::<StreamTransport>() };
+        match &slf.get().context {
+            Some(context) => {
+                pyapi::with_context(context.bind(slf.py()), || Self::ready(slf, ready))
+            }
+            None => Self::ready(slf, ready),
+        }
+    }
+
+    fn ready(slf: &Bound<'_, Self>, ready: Readiness) -> PyResult<()> {
         if ready.readable {
             Self::on_readable(slf)?;
         }
@@ -304,7 +333,7 @@ impl StreamTransport {
                     .call_method1("info", ("%r was closed by peer", me.transport(py)))?;
             }
             let eof_received = protocol.getattr(intern!(py, "eof_received"))?;
-            event_loop.call_method1(intern!(py, "call_soon"), (eof_received,))?;
+            me.call_soon(py, PyTuple::new(py, [eof_received])?)?;
             return Ok(());
         }
         protocol::debug_log(event_loop, &me.transport(py), "received EOF")?;
@@ -467,9 +496,8 @@ impl StreamTransport {
                 }
             }
         }
-        let event_loop = me.loop_any(py);
         let lost = slf.getattr(intern!(py, "_call_connection_lost"))?;
-        event_loop.call_method1(intern!(py, "call_soon"), (lost, exc))?;
+        me.call_soon(py, (lost, exc).into_pyobject(py)?)?;
         Ok(())
     }
 
@@ -667,15 +695,19 @@ fn transport_error(err: &Error) -> PyErr {
 }
 
 /// `data argument must be a bytes-like object, not 'str'`.
-fn not_bytes(data: &Bound<'_, PyAny>) -> PyErr {
+/// `write()`'s refusal, as asyncio words it for this kind on this version.
+fn not_bytes(data: &Bound<'_, PyAny>, kind: StreamKind) -> PyErr {
     let name = data
         .get_type()
         .name()
         .map(|n| n.to_string())
         .unwrap_or_default();
-    PyTypeError::new_err(format!(
-        "data argument must be a bytes-like object, not '{name}'"
-    ))
+    let accepted = if kind == StreamKind::Socket && data.py().version_info() >= (3, 14) {
+        "a bytes, bytearray, or memoryview object"
+    } else {
+        "a bytes-like object"
+    };
+    PyTypeError::new_err(format!("data argument must be {accepted}, not '{name}'"))
 }
 
 #[pymethods]
@@ -684,8 +716,11 @@ impl StreamTransport {
     /// `owner` is the socket or pipe file whose `close()` closes `fd` once
     /// the protocol heard of the loss; `kind` is `"socket"`, `"read_pipe"`
     /// or `"write_pipe"`. Nothing is scheduled: the Python transport
-    /// schedules `connection_made` and then `_start()`.
+    /// schedules `connection_made` and then `_start()`. `context`: the
+    /// context the protocol's callbacks run in (3.15's per connection).
     #[new]
+    #[pyo3(signature = (event_loop, transport, owner, fd, protocol, kind, context = None))]
+    #[allow(clippy::too_many_arguments)] // asyncio's transport constructor, as Python passes it
     fn new(
         py: Python<'_>,
         event_loop: Bound<'_, Loop>,
@@ -694,6 +729,7 @@ impl StreamTransport {
         fd: RawFd,
         protocol: Bound<'_, PyAny>,
         kind: &str,
+        context: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let config = StreamConfig {
             // asyncio reads once per readiness event.
@@ -715,6 +751,7 @@ impl StreamTransport {
             fd,
             kind,
             event_loop: event_loop.unbind(),
+            context: context.filter(|c| !c.is_none()).map(Bound::unbind),
             inner: GilCell::new(Inner {
                 core,
                 transport: Some(transport.unbind()),
@@ -745,7 +782,7 @@ impl StreamTransport {
         let py = slf.py();
         let me = slf.get();
         let Some(bytes) = Bytes::of(data) else {
-            return Err(not_bytes(data));
+            return Err(not_bytes(data, slf.get().kind));
         };
         if me.kind == StreamKind::Socket {
             let waiting = me.with(py, |st| st.empty_waiter.is_some());
@@ -789,7 +826,7 @@ impl StreamTransport {
         for item in &items {
             match Bytes::of(item) {
                 Some(bytes) => views.push(bytes),
-                None => return Err(not_bytes(item)),
+                None => return Err(not_bytes(item, slf.get().kind)),
             }
         }
         let slices: Vec<&[u8]> = views.iter().map(Bytes::as_slice).collect();
@@ -988,6 +1025,7 @@ impl StreamTransport {
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.event_loop)?;
+        visit.call(&self.context)?;
         // SAFETY: called from `__traverse__`; the closure only visits.
         let visited = unsafe {
             self.inner.with_in_gc(|st| {

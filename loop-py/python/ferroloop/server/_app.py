@@ -23,6 +23,7 @@ import asyncio
 import importlib
 import inspect
 import logging
+import sys
 from typing import Any, Callable
 
 logger = logging.getLogger("ferroloop.error")
@@ -54,14 +55,18 @@ def import_app(spec: str) -> Callable[..., Any]:
     return obj
 
 
+# uvicorn's choice: inspect's from 3.14 on (asyncio's is deprecated there).
+_iscoroutinefunction = inspect.iscoroutinefunction if sys.version_info >= (3, 14) else asyncio.iscoroutinefunction
+
+
 def is_asgi3(app: Any) -> bool:
     """uvicorn's test: a class is ASGI 3 if its instances are awaitable, a
     function or a callable object if it is a coroutine function."""
     if inspect.isclass(app):
         return hasattr(app, "__await__")
     if inspect.isfunction(app):
-        return asyncio.iscoroutinefunction(app)
-    return asyncio.iscoroutinefunction(app) or asyncio.iscoroutinefunction(getattr(app, "__call__", None))
+        return _iscoroutinefunction(app)
+    return _iscoroutinefunction(app) or _iscoroutinefunction(getattr(app, "__call__", None))
 
 
 def _takes(app: Any, count: int) -> bool | None:
