@@ -416,13 +416,20 @@ pub fn test(args: &[String]) -> Result<(), String> {
                 conformance = Some(venv.place.spawn_logged(&mut suite, &log)?);
             }
         }
-        let tested = pytest(venv, first).and_then(|()| {
+        let scope = if first {
+            Scope::Everything
+        } else if SERVER_ON_EVERY_VERSION_FROM <= python.version.as_str() {
+            Scope::PerInterpreter
+        } else {
+            Scope::LoopOnly
+        };
+        let tested = pytest(venv, scope).and_then(|()| {
             if !first {
                 return Ok(());
             }
             // The default backend is io_uring where the kernel allows it;
             // the transport and server modules run again on epoll, once.
-            let mut on_epoll = pytest_command(venv, false);
+            let mut on_epoll = pytest_command(venv, Scope::PerInterpreter);
             on_epoll.args(EPOLL_RERUN).env("FERROLOOP_BACKEND", "epoll");
             venv.run(&mut on_epoll)
         });
@@ -440,23 +447,53 @@ pub fn test(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The server's test directories: the server's Python layer (the command,
+/// the supervisor, the ASGI bridge) run against real clients.
+const SERVER_TESTS: &[&str] = &[
+    "tests/http",
+    "tests/ws",
+    "tests/tls",
+    "tests/cli",
+    "tests/workers",
+    "tests/metrics",
+];
+
+/// From this version on, every tested version runs the server's tests
+/// too; the versions between the first tested one and it (3.12, 3.13)
+/// run the loop's, which is where the interpreter's asyncio changes.
+/// Compared as strings: every tested version is `3.1X`.
+const SERVER_ON_EVERY_VERSION_FROM: &str = "3.14";
+
+/// What pytest runs on a version.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The first version tested: everything, Autobahn (tests/ws/
+    /// test_ws_autobahn.py, minutes) and the `once` tests (ferroloop's own
+    /// code at length) included: they test what does not depend on the
+    /// interpreter, so they run once per run.
+    Everything,
+    /// Everything but Autobahn and the `once` tests.
+    PerInterpreter,
+    /// That, without [`SERVER_TESTS`].
+    LoopOnly,
+}
+
 /// The pytest suite in `venv` (which holds the test build). pytest's exit
 /// code 5 (no tests collected) is a failure like any other. Two workers
 /// (pytest-xdist), one per core: each test's servers and clients are its
 /// own, so the suite takes half the time (319 s → 151 s on 3.11).
-fn pytest(venv: &Venv, first: bool) -> Result<(), String> {
-    venv.run(&mut pytest_command(venv, first))
+fn pytest(venv: &Venv, scope: Scope) -> Result<(), String> {
+    venv.run(&mut pytest_command(venv, scope))
 }
 
-/// pytest in `venv`; unless `first`, without Autobahn (tests/ws/
-/// test_ws_autobahn.py, minutes) and the `once` tests (ferroloop's own code
-/// at length), which test what does not depend on the interpreter: they run
-/// once per run, on the first version.
-fn pytest_command(venv: &Venv, first: bool) -> std::process::Command {
+fn pytest_command(venv: &Venv, scope: Scope) -> std::process::Command {
     let mut pytest = cmd::new(venv.python());
     pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2"]);
-    if !first {
+    if scope != Scope::Everything {
         pytest.args(["-m", "not autobahn and not once"]);
+    }
+    if scope == Scope::LoopOnly {
+        pytest.args(SERVER_TESTS.iter().map(|dir| format!("--ignore={dir}")));
     }
     pytest
 }
@@ -483,7 +520,7 @@ pub fn test_debug(args: &[String]) -> Result<(), String> {
     let wheel = build_wheel(&venv::for_python(&release)?, "release", Build::TestHooks)?;
     let debug_venv = venv::for_python(&debug)?;
     install_wheel(&debug_venv, &wheel)?;
-    let mut pytest = pytest_command(&debug_venv, false);
+    let mut pytest = pytest_command(&debug_venv, Scope::PerInterpreter);
     // multidict's C extension (under aiohttp) crashes in this build
     // (PyObject_GC_Track; in the asyncio twins of the tests as well, and
     // built from source too): its pure-Python implementation runs instead.

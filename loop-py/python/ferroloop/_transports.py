@@ -96,6 +96,11 @@ class _NativeTransport:
     def pause_reading(self) -> None:
         self._core.pause_reading()
 
+    @property
+    def _paused(self) -> bool:
+        """asyncio's name for "reading paused" (its tests read it)."""
+        return not self._closing and not self._core.is_reading()
+
     def resume_reading(self) -> None:
         self._core.resume_reading()
 
