@@ -1,4 +1,4 @@
-//! loop-core errors as the exceptions asyncio raises.
+//! loop-core and loop-transports errors as the exceptions asyncio raises.
 
 use loop_core::Error;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -28,6 +28,19 @@ pub fn os_error(err: &std::io::Error) -> PyErr {
             PyOSError::new_err((code, message))
         }
         None => PyOSError::new_err(err.to_string()),
+    }
+}
+
+/// A transport core's error as the exception asyncio's transports raise.
+pub fn transport_error(err: &loop_transports::Error) -> PyErr {
+    use loop_transports::Error as E;
+    match err {
+        E::InvalidWaterMarks { .. } => PyValueError::new_err(err.to_string()),
+        E::WriteAfterEof | E::NotWritable => PyRuntimeError::new_err(err.to_string()),
+        other => match other.io_error() {
+            Some(io) => os_error(io),
+            None => PyRuntimeError::new_err(other.to_string()),
+        },
     }
 }
 

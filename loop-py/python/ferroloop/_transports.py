@@ -48,6 +48,22 @@ def _detach(server: Any, transport: Any) -> None:
         server._detach()
 
 
+def _socket_extra(extra: dict[str, Any], sock: Any) -> None:
+    """A socket transport's extra info, as asyncio fills it: the socket (as
+    a ``TransportSocket``), its address and, unless given, the peer's
+    (``None`` where the socket has none)."""
+    extra["socket"] = trsock.TransportSocket(sock)
+    try:
+        extra["sockname"] = sock.getsockname()
+    except OSError:
+        extra["sockname"] = None
+    if "peername" not in extra:
+        try:
+            extra["peername"] = sock.getpeername()
+        except OSError:
+            extra["peername"] = None
+
+
 class _BoundOnUse:
     """A method of the native object, bound to the transport the first time
     it is looked up there: the instance's ``__dict__`` then holds the native
@@ -139,13 +155,12 @@ class _NativeTransport:
         """The native object's last step, once the fd is closed."""
 
 
-class _Writable:
-    """The write side's forwarders, for the writable transports."""
+class _WriteBuffer:
+    """The write buffer's size and water marks, for every transport that
+    writes (streams and datagrams)."""
 
-    _core: StreamTransport
+    _core: Any
 
-    write = _BoundOnUse()
-    writelines = _BoundOnUse()
     get_write_buffer_size = _BoundOnUse()
 
     def get_write_buffer_limits(self) -> tuple[int, int]:
@@ -153,6 +168,15 @@ class _Writable:
 
     def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
         self._core.set_write_buffer_limits(high, low)
+
+
+class _Writable(_WriteBuffer):
+    """The write side's forwarders, for the writable stream transports."""
+
+    _core: StreamTransport
+
+    write = _BoundOnUse()
+    writelines = _BoundOnUse()
 
     def can_write_eof(self) -> bool:
         return self._core.can_write_eof()
@@ -173,16 +197,7 @@ class SocketTransport(_NativeTransport, _Writable, asyncio.Transport):
         """``context`` (3.15): the connection's own, which the protocol's
         callbacks run in."""
         super().__init__(extra)
-        self._extra["socket"] = trsock.TransportSocket(sock)
-        try:
-            self._extra["sockname"] = sock.getsockname()
-        except OSError:
-            self._extra["sockname"] = None
-        if "peername" not in self._extra:
-            try:
-                self._extra["peername"] = sock.getpeername()
-            except OSError:
-                self._extra["peername"] = None
+        _socket_extra(self._extra, sock)
         self._loop = loop
         self._sock_obj = sock
         self._sock_fd = sock.fileno()
@@ -339,23 +354,14 @@ _DROP_EMPTY_DATAGRAMS = sys.version_info < (3, 13)
 _DATAGRAM_HEADER_SIZE = 8 if sys.version_info >= (3, 13) else 0
 
 
-class DatagramTransport(_NativeTransport, asyncio.DatagramTransport, asyncio.Transport):
+class DatagramTransport(_NativeTransport, _WriteBuffer, asyncio.DatagramTransport, asyncio.Transport):
     """A datagram socket as an asyncio transport. Like asyncio's own, it is
     also an ``asyncio.Transport`` (``isinstance`` checks in the wild)."""
 
     def __init__(self, loop: Any, sock: Any, protocol: Any, address: Any = None,
                  waiter: Any = None, extra: dict[str, Any] | None = None) -> None:
         super().__init__(extra)
-        self._extra["socket"] = trsock.TransportSocket(sock)
-        try:
-            self._extra["sockname"] = sock.getsockname()
-        except OSError:
-            self._extra["sockname"] = None
-        if "peername" not in self._extra:
-            try:
-                self._extra["peername"] = sock.getpeername()
-            except OSError:
-                self._extra["peername"] = None
+        _socket_extra(self._extra, sock)
         self._loop = loop
         self._sock_obj = sock
         self._sock_fd = sock.fileno()
@@ -378,13 +384,6 @@ class DatagramTransport(_NativeTransport, asyncio.DatagramTransport, asyncio.Tra
             self._sock_obj.close()
 
     sendto = _BoundOnUse()
-    get_write_buffer_size = _BoundOnUse()
-
-    def get_write_buffer_limits(self) -> tuple[int, int]:
-        return self._core.get_write_buffer_limits()
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        self._core.set_write_buffer_limits(high, low)
 
     @property
     def _sock(self) -> Any:

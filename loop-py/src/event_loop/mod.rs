@@ -12,7 +12,7 @@ mod tick;
 pub(crate) use door::{LoopClosed, LoopWork, NativeWork};
 
 pub(crate) use fastcall::install as install_fastcall_methods;
-pub(crate) use io_port::{IoPort, Readiness};
+pub(crate) use io_port::{Dispatch, IoPort, Readiness};
 
 use construct::LoopKeyword;
 use fd_callbacks::FdCallbacks;

@@ -12,14 +12,15 @@
 use super::addr;
 use super::bytes::Bytes;
 use super::protocol;
-use crate::errors::os_error;
+use super::watch::Watch;
+use crate::errors::transport_error;
 use crate::event_loop::{Loop, Readiness};
 use crate::gil_cell::GilCell;
 use crate::pyapi;
 use loop_core::Interest;
 use loop_transports::read_buf;
-use loop_transports::{DatagramConfig, DatagramCore, DatagramEvent, Error, IoFd, Recv, Send};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use loop_transports::{DatagramConfig, DatagramCore, DatagramEvent, IoFd, Recv, Send};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::gc::PyVisit;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -36,7 +37,6 @@ struct Inner {
     owner: Option<Py<PyAny>>,
     /// The remote address given at creation (asyncio's `_address`).
     address: Option<Py<PyAny>>,
-    watching: Option<Interest>,
     reading: bool,
     paused: bool,
     failure: Option<PyErr>,
@@ -47,7 +47,7 @@ struct Inner {
 
 #[pyclass(frozen, module = "ferroloop._native")]
 pub(crate) struct DatagramTransport {
-    fd: RawFd,
+    watch: Watch,
     family: i32,
     /// Sends of empty datagrams are dropped (asyncio before 3.13).
     drop_empty: bool,
@@ -76,7 +76,7 @@ impl DatagramTransport {
 
     fn dispatch(target: &Bound<'_, PyAny>, ready: Readiness) -> PyResult<()> {
         // SAFETY: ports of this dispatch are registered with a
-        // `DatagramTransport` as target (`sync_interest`).
+        // `DatagramTransport` as target (`new`'s `Watch`).
         let slf = unsafe { target.cast_unchecked::<DatagramTransport>() };
         if ready.readable {
             Self::on_readable(slf)?;
@@ -91,25 +91,16 @@ impl DatagramTransport {
     fn sync_interest(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
-        let (wanted, watching) = me.with(py, |st| {
+        let wanted = me.with(py, |st| {
             let mut wanted = if st.lost {
                 Interest::NONE
             } else {
                 st.core.interest()
             };
             wanted.readable &= st.reading && !st.paused;
-            (wanted, st.watching)
+            wanted
         });
-        if watching == Some(wanted) || (watching.is_none() && wanted.is_empty()) {
-            return Ok(());
-        }
-        let event_loop = me.event_loop.bind(py);
-        match watching {
-            None => Loop::io_register(event_loop, me.fd, slf.as_any(), Self::dispatch, wanted)?,
-            Some(_) => Loop::io_set_interest(event_loop, me.fd, wanted)?,
-        }
-        me.with(py, |st| st.watching = Some(wanted));
-        Ok(())
+        me.watch.set(me.event_loop.bind(py), slf.as_any(), wanted)
     }
 
     /// One receive (asyncio's one `recvfrom` per readiness event).
@@ -165,18 +156,10 @@ impl DatagramTransport {
                     }
                 }
                 DatagramEvent::PauseWriting | DatagramEvent::ResumeWriting => {
-                    let method = if matches!(event, DatagramEvent::PauseWriting) {
-                        "pause_writing"
-                    } else {
-                        "resume_writing"
-                    };
+                    let pause = matches!(event, DatagramEvent::PauseWriting);
                     if let Some(protocol) = me.protocol(py) {
-                        protocol::flow_callback(
-                            me.loop_any(py),
-                            &me.transport(py),
-                            &protocol,
-                            method,
-                        )?;
+                        let transport = me.transport(py);
+                        protocol::flow_callback(me.loop_any(py), &transport, &protocol, pause)?;
                     }
                 }
                 DatagramEvent::Closed(err) => {
@@ -237,27 +220,14 @@ impl DatagramTransport {
                 .map(drop),
             None => Ok(()),
         };
-        let watched = me.with(py, |st| st.watching.take().is_some());
-        if watched {
-            Loop::io_deregister(me.event_loop.bind(py), me.fd)?;
-        }
+        me.watch.stop(me.event_loop.bind(py))?;
         let taken = me.with(py, |st| {
             st.core.close_fd();
             (st.owner.take(), st.protocol.take(), st.transport.take())
         });
-        let closed = match &taken.0 {
-            Some(owner) => owner.bind(py).call_method0(intern!(py, "close")).map(drop),
-            None => Ok(()),
-        };
-        let after = match &taken.2 {
-            Some(t) => t
-                .bind(py)
-                .call_method0(intern!(py, "_after_connection_lost"))
-                .map(drop),
-            None => Ok(()),
-        };
+        let released = super::release(py, taken.0.as_ref(), taken.2.as_ref());
         drop((taken, protocol));
-        result.and(closed).and(after)
+        result.and(released)
     }
 
     /// The destination of a `sendto`, checked against the connected
@@ -309,16 +279,6 @@ impl DatagramTransport {
     }
 }
 
-fn transport_error(err: &Error) -> PyErr {
-    match err.io_error() {
-        Some(io) => os_error(io),
-        None => match err {
-            Error::InvalidWaterMarks { .. } => PyValueError::new_err(err.to_string()),
-            other => PyRuntimeError::new_err(other.to_string()),
-        },
-    }
-}
-
 #[pymethods]
 impl DatagramTransport {
     /// `DatagramTransport(loop, transport, sock, protocol, address,
@@ -354,7 +314,7 @@ impl DatagramTransport {
         let io = unsafe { IoFd::borrow_raw(fd) };
         let core = DatagramCore::new(io, &config).map_err(|e| transport_error(&e))?;
         Ok(DatagramTransport {
-            fd,
+            watch: Watch::new(fd, Self::dispatch),
             family,
             drop_empty,
             event_loop: event_loop.unbind(),
@@ -364,7 +324,6 @@ impl DatagramTransport {
                 protocol: Some(protocol.unbind()),
                 owner: Some(sock.unbind()),
                 address: address.filter(|a| !a.is_none()).map(Bound::unbind),
-                watching: None,
                 reading: false,
                 paused: false,
                 failure: None,
@@ -534,14 +493,11 @@ impl DatagramTransport {
     /// `(reading, writing)` watched for now.
     #[getter]
     fn _polling(&self, py: Python<'_>) -> (bool, bool) {
-        self.with(py, |st| {
-            let w = st.watching.unwrap_or(Interest::NONE);
-            (w.readable, w.writable)
-        })
+        self.watch.polling(py)
     }
 
     fn fileno(&self) -> RawFd {
-        self.fd
+        self.watch.fd()
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

@@ -10,6 +10,7 @@
 //! stops accepting for [`ACCEPT_RETRY_DELAY`], as asyncio does; other
 //! accept errors leave the callback, as asyncio's do.
 
+use super::watch::Watch;
 use crate::errors::os_error;
 use crate::event_loop::{Loop, Readiness};
 use crate::gil_cell::GilCell;
@@ -43,7 +44,6 @@ struct Inner {
     /// 3.15: each connection is set up, and its protocol runs, in a copy of
     /// `context` of its own.
     per_connection: bool,
-    watching: bool,
     /// The timer that resumes accepting after a resource limit.
     retry: Option<Py<PyAny>>,
     stopped: bool,
@@ -52,7 +52,7 @@ struct Inner {
 
 #[pyclass(frozen, module = "ferroloop._native")]
 pub(crate) struct Listener {
-    fd: RawFd,
+    watch: Watch,
     backlog: usize,
     event_loop: Py<Loop>,
     inner: GilCell<Inner>,
@@ -65,7 +65,7 @@ impl Listener {
 
     fn dispatch(target: &Bound<'_, PyAny>, ready: Readiness) -> PyResult<()> {
         // SAFETY: ports of this dispatch are registered with a `Listener`
-        // as target (`sync_interest`).
+        // as target (`new`'s `Watch`).
         let slf = unsafe { target.cast_unchecked::<Listener>() };
         if ready.readable {
             Self::accept_ready(slf)?;
@@ -73,30 +73,18 @@ impl Listener {
         Ok(())
     }
 
+    /// Watch for connections while accepting (not paused after a
+    /// resource limit, not stopped).
     fn sync_interest(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
-        let (wanted, watching) = me.with(py, |st| {
-            let wanted = !st.stopped && st.core.interest().readable;
-            (wanted, st.watching)
-        });
-        if wanted == watching {
-            return Ok(());
-        }
-        let event_loop = me.event_loop.bind(py);
-        if wanted {
-            Loop::io_register(
-                event_loop,
-                me.fd,
-                slf.as_any(),
-                Self::dispatch,
-                Interest::READABLE,
-            )?;
+        let accepting = me.with(py, |st| !st.stopped && st.core.interest().readable);
+        let wanted = if accepting {
+            Interest::READABLE
         } else {
-            Loop::io_deregister(event_loop, me.fd)?;
-        }
-        me.with(py, |st| st.watching = wanted);
-        Ok(())
+            Interest::NONE
+        };
+        me.watch.set(me.event_loop.bind(py), slf.as_any(), wanted)
     }
 
     fn accept_ready(slf: &Bound<'_, Self>) -> PyResult<()> {
@@ -123,12 +111,7 @@ impl Listener {
         match stop {
             AcceptStop::Drained | AcceptStop::BatchFull => {}
             AcceptStop::ResourceLimit(err) => Self::out_of_resources(slf, &err)?,
-            AcceptStop::Failed(err) => {
-                let io = err.io_error().map(os_error);
-                return Err(
-                    io.unwrap_or_else(|| pyo3::exceptions::PyOSError::new_err(err.to_string()))
-                );
-            }
+            AcceptStop::Failed(err) => return Err(socket_error(&err)),
         }
         result
     }
@@ -185,11 +168,7 @@ impl Listener {
         let event_loop = me.event_loop.bind(py);
         let context = PyDict::new(py);
         context.set_item("message", "socket.accept() out of system resource")?;
-        let exc = err
-            .io_error()
-            .map(os_error)
-            .unwrap_or_else(|| pyo3::exceptions::PyOSError::new_err(err.to_string()));
-        context.set_item("exception", exc.into_value(py))?;
+        context.set_item("exception", socket_error(err).into_value(py))?;
         if let Some(sock) = sock {
             let wrapped = py
                 .import("asyncio.trsock")?
@@ -204,6 +183,14 @@ impl Listener {
         let old = me.with(py, |st| st.retry.replace(timer.unbind()));
         drop(old);
         Ok(())
+    }
+}
+
+/// A listening socket's error as the `OSError` asyncio's `accept()` raises.
+fn socket_error(err: &loop_transports::Error) -> PyErr {
+    match err.io_error() {
+        Some(io) => os_error(io),
+        None => pyo3::exceptions::PyOSError::new_err(err.to_string()),
     }
 }
 
@@ -240,10 +227,7 @@ impl Listener {
         // SAFETY: the socket object keeps the fd open until `_stop`, which
         // deregisters and drops the core before the loop closes it.
         let io = unsafe { IoFd::borrow_raw(fd) };
-        let core = ListenerCore::new(io, backlog.max(1)).map_err(|e| match e.io_error() {
-            Some(io) => os_error(io),
-            None => pyo3::exceptions::PyOSError::new_err(e.to_string()),
-        })?;
+        let core = ListenerCore::new(io, backlog.max(1)).map_err(|e| socket_error(&e))?;
         let given = context.filter(|c| !c.is_none());
         let per_connection = given.is_some();
         let context = match given {
@@ -251,7 +235,7 @@ impl Listener {
             None => pyapi::copy_current_context(py)?,
         };
         Ok(Listener {
-            fd,
+            watch: Watch::new(fd, Self::dispatch),
             backlog: backlog.max(1),
             event_loop: event_loop.unbind(),
             inner: GilCell::new(Inner {
@@ -261,7 +245,6 @@ impl Listener {
                 serve_args: Some(serve_args.unbind()),
                 context: Some(context.unbind()),
                 per_connection,
-                watching: false,
                 retry: None,
                 stopped: false,
                 accepted: Vec::with_capacity(backlog.clamp(1, 128)),
@@ -296,7 +279,7 @@ impl Listener {
         if let Some(timer) = &timer {
             timer.bind(py).call_method0(intern!(py, "cancel"))?;
         }
-        Self::sync_interest(slf)?;
+        me.watch.stop(me.event_loop.bind(py))?;
         let taken = me.with(py, |st| {
             st.core.close_fd();
             (st.sock.take(), st.serve_args.take(), st.context.take())
@@ -311,7 +294,7 @@ impl Listener {
     }
 
     fn fileno(&self) -> RawFd {
-        self.fd
+        self.watch.fd()
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -340,6 +323,6 @@ impl Listener {
     }
 
     fn __repr__(&self) -> String {
-        format!("<Listener fd={}>", self.fd)
+        format!("<Listener fd={}>", self.watch.fd())
     }
 }

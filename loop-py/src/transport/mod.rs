@@ -22,6 +22,7 @@
 //!   asyncio does (`_fatal_error`, the flow-control callbacks).
 //! - [`bytes`]: bytes-like arguments seen as slices.
 //! - [`addr`]: socket addresses between the kernel's form and Python's.
+//! - [`watch`]: what the reactor watches each transport's fd for.
 
 mod addr;
 mod bytes;
@@ -29,7 +30,9 @@ pub(crate) mod datagram;
 pub(crate) mod listener;
 mod protocol;
 pub(crate) mod stream;
+mod watch;
 
+use pyo3::intern;
 use pyo3::prelude::*;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -37,4 +40,27 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<listener::Listener>()?;
     m.add_class::<datagram::DatagramTransport>()?;
     Ok(())
+}
+
+/// A transport's last step, after `connection_lost`: the fd's owner (the
+/// socket or pipe file) closes it, then the Python transport cleans up after
+/// itself (`_after_connection_lost`: its server, its registry entry), each
+/// whatever the other did.
+fn release(
+    py: Python<'_>,
+    owner: Option<&Py<PyAny>>,
+    transport: Option<&Py<PyAny>>,
+) -> PyResult<()> {
+    let closed = match owner {
+        Some(owner) => owner.bind(py).call_method0(intern!(py, "close")).map(drop),
+        None => Ok(()),
+    };
+    let after = match transport {
+        Some(t) => t
+            .bind(py)
+            .call_method0(intern!(py, "_after_connection_lost"))
+            .map(drop),
+        None => Ok(()),
+    };
+    closed.and(after)
 }

@@ -73,29 +73,30 @@ pub(super) fn report_to_handler(
     Ok(())
 }
 
-/// `protocol.pause_writing()` / `resume_writing()`: a failure goes to the
-/// exception handler (`protocol.pause_writing() failed`), the transport
-/// carries on.
+/// `protocol.pause_writing()` (`pause`) or `resume_writing()`: a failure
+/// goes to the exception handler (`protocol.pause_writing() failed`), the
+/// transport carries on.
 pub(super) fn flow_callback(
     event_loop: &Bound<'_, PyAny>,
     transport: &Bound<'_, PyAny>,
     protocol: &Bound<'_, PyAny>,
-    method: &str,
+    pause: bool,
 ) -> PyResult<()> {
     let py = event_loop.py();
+    let method = if pause {
+        "pause_writing"
+    } else {
+        "resume_writing"
+    };
     let Err(err) = protocol.call_method0(method) else {
         return Ok(());
     };
     if is_exit(py, &err) {
         return Err(err);
     }
-    let context = PyDict::new(py);
-    context.set_item("message", format!("protocol.{method}() failed"))?;
-    context.set_item("exception", err.into_value(py))?;
-    context.set_item("transport", transport)?;
-    context.set_item("protocol", protocol)?;
-    event_loop.call_method1("call_exception_handler", (context,))?;
-    Ok(())
+    let exc = err.into_value(py).into_any().into_bound(py);
+    let message = format!("protocol.{method}() failed");
+    report_to_handler(event_loop, transport, Some(protocol), &exc, &message)
 }
 
 pub(super) fn is_debug(event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {
