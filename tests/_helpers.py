@@ -385,6 +385,16 @@ class ServerProcess:
                     raise AssertionError(f"server not listening within {timeout} s:\n{self.output()}")
                 time.sleep(0.05)
 
+    def wait_for_output(self, text: str, timeout: float = 20.0) -> str:
+        """The output once it contains `text` (a listening port accepts into
+        its backlog before the server has logged that it runs)."""
+        deadline = time.monotonic() + timeout
+        while text not in (output := self.output()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not in the server's output:\n{output}")
+            time.sleep(0.02)
+        return output
+
     def send_signal(self, signum: int = signal.SIGTERM) -> None:
         self.proc.send_signal(signum)
 

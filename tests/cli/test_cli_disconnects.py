@@ -101,6 +101,9 @@ def serve(ferroloop_cmd, tmp_path, app: str):
         f"disconnect_apps:{app}", "--port", str(port), "--metrics-port", str(metrics_port),
         port=port, cwd=tmp_path,
     )
+    # The app's port accepts (into its backlog) from the moment it listens,
+    # before the metrics listener starts; "running on" comes after both.
+    child.wait_for_output("running on")
     return child, port, metrics_port
 
 
@@ -160,16 +163,7 @@ def test_a_plain_response_whose_client_left_before_it_was_sent(ferroloop_cmd, tm
     child, port, metrics_port = serve(ferroloop_cmd, tmp_path, "starlette_app")
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-
-    def counted() -> bool:
-        try:
-            return metrics(metrics_port)["ferroloop_client_disconnects_total"] == 1
-        except httpx.ConnectError:
-            # The server must still be there: say how it ended if not.
-            assert child.proc.poll() is None, (child.proc.returncode, child.output())
-            raise
-
-    assert wait_for(counted)
+    assert wait_for(lambda: metrics(metrics_port)["ferroloop_client_disconnects_total"] == 1)
     assert metrics(metrics_port)["ferroloop_app_exceptions_total"] == 0
     assert_quiet(child.output())
 

@@ -167,7 +167,7 @@ def test_localhost_is_printed_as_given(ferroloop_cmd, tmp_path):
     write_app(tmp_path)
     port = free_port()
     child = ferroloop_cmd("cliapp:app", "--host", "localhost", "--port", str(port), port=port, cwd=tmp_path)
-    assert f"ferroloop running on http://localhost:{port} (Press CTRL+C to quit)" in child.output()
+    child.wait_for_output(f"ferroloop running on http://localhost:{port} (Press CTRL+C to quit)")
 
 
 def test_a_file_name_suggests_the_app(tmp_path):
