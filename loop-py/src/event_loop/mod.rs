@@ -2,11 +2,13 @@
 //! the Python methods. The tick lives in [`tick`], fd callbacks in
 //! [`fd_callbacks`].
 
+mod close;
 mod construct;
 mod door;
 mod fastcall;
 mod fd_callbacks;
 mod io_port;
+mod scheduled;
 mod tick;
 
 pub(crate) use door::{LoopClosed, LoopWork, NativeWork};
@@ -16,12 +18,13 @@ pub(crate) use io_port::{Dispatch, IoPort, Readiness};
 
 use construct::LoopKeyword;
 use fd_callbacks::FdCallbacks;
+use scheduled::ScheduledTimer;
 use tick::{panic_message, RunGuard};
 
 use crate::call_args::CallArgs;
 use crate::errors::{closed, not_thread_safe, to_pyerr};
 use crate::gil_cell::GilCell;
-use crate::handle::{release_timer, track, AnyHandle, Core, Handle, NewHandle, TimerHandle};
+use crate::handle::{track, AnyHandle, Handle, NewHandle, TimerHandle};
 use crate::handle_pool::HandlePool;
 use crate::owner::{current_thread, Owned, Refused};
 use crate::pyapi;
@@ -32,7 +35,7 @@ use loop_core::poller::BackendChoice;
 use loop_core::reactor::{Reactor, Ready};
 use loop_core::ready::ReadyQueue;
 use loop_core::stats::LoopStats;
-use loop_core::timers::{TimerEntry, Timers};
+use loop_core::timers::Timers;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::gc::PyVisit;
 use pyo3::intern;
@@ -43,50 +46,6 @@ use std::cell::RefMut;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// A timer in the heap, untracked by the cycle collector while it is there
-/// (see `handle::untrack_while_queued`). `None` only once taken out.
-struct ScheduledTimer(Option<Py<TimerHandle>>);
-
-impl ScheduledTimer {
-    fn new(timer: Py<TimerHandle>) -> Self {
-        ScheduledTimer(Some(timer))
-    }
-
-    /// Out of the heap to run: the ready queue's release tracks it again.
-    fn take(mut self) -> Option<Py<TimerHandle>> {
-        self.0.take()
-    }
-
-    fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        match &self.0 {
-            Some(timer) => AnyHandle::visit_timer(timer, visit),
-            None => Ok(()),
-        }
-    }
-
-    fn core(&self) -> Option<&Core> {
-        self.0.as_ref().map(|timer| timer.get().core())
-    }
-}
-
-impl Drop for ScheduledTimer {
-    /// Dropped unrun (cancelled, compacted away, loop closed or freed):
-    /// back on the collector's lists if someone else holds it.
-    fn drop(&mut self) {
-        if let Some(timer) = self.0.take() {
-            // Without an interpreter to attach to (finalizing), the closure
-            // is dropped unrun and with it the reference: a plain decref.
-            let _ = Python::try_attach(move |py| release_timer(timer.into_bound(py)));
-        }
-    }
-}
-
-impl TimerEntry for ScheduledTimer {
-    fn is_cancelled(&self) -> bool {
-        self.0.as_ref().map_or(true, |t| t.get().is_cancelled())
-    }
-}
 
 /// Everything only the loop's thread touches.
 struct State {
@@ -696,42 +655,7 @@ impl Loop {
     /// until the next collection.
     #[pyo3(signature = (finalizing=false))]
     fn _close(&self, py: Python<'_>, finalizing: bool) -> PyResult<()> {
-        if self.state.owner() != 0 {
-            return Err(PyRuntimeError::new_err("Cannot close a running event loop"));
-        }
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.injector.close();
-        let (ready, timers, fds, deferred) = {
-            let mut st = self.state()?;
-            // Deferred work is dropped, not run: a closed loop does no I/O.
-            let deferred = std::mem::take(&mut st.tick_end);
-            let mut ready: Vec<AnyHandle> = st.ready.drain().collect();
-            ready.extend(st.spare.drain());
-            let mut timers = Vec::new();
-            st.timers.clear(&mut timers);
-            let fds = st.reactor.drain();
-            // The epoll fd and eventfd go now, as asyncio closes its selector.
-            st.reactor.close();
-            (ready, timers, fds, deferred)
-        };
-        let mut queued: Vec<AnyHandle> = Vec::new();
-        self.injector.take_all(&mut queued);
-        if finalizing {
-            let cores = ready.iter().chain(&queued).filter_map(AnyHandle::core);
-            for core in cores.chain(timers.iter().filter_map(ScheduledTimer::core)) {
-                core.forget(py);
-            }
-        }
-        for handle in ready.into_iter().chain(queued) {
-            drop(handle.release(py));
-        }
-        let pooled = self.pool.with(py, HandlePool::clear);
-        let snapshot = self.snapshot.with(py, shared_context::clear);
-        drop((timers, fds, pooled, deferred, snapshot));
-        self.loop_keyword.clear(py);
-        Ok(())
+        self.close_now(py, finalizing)
     }
 
     /// A handle for `callback(*args)` in a copy of the current context,
