@@ -153,7 +153,11 @@ mod tests {
         let injector = Arc::new(Injector::new(reactor.notifier()));
         let door = Door::new(Arc::clone(&injector));
         door.send_quietly(1u8).unwrap();
+        assert_eq!(injector.len(), 1);
         let mut events = Vec::new();
+        // The epoll backend reports exactly the wake-ups sent (the portable
+        // one reports one after every wait).
+        #[cfg(all(target_os = "linux", not(ferroloop_force_polling)))]
         assert!(
             !reactor.poll(0, &mut events).unwrap().woken,
             "woken before wake()"
