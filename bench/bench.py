@@ -661,7 +661,7 @@ def main() -> int:
     plaintext.add_argument(
         "--plaintext",
         type=Path,
-        help="the rust-plaintext server (loop-http's plaintext example; default: built "
+        help="the rust-plaintext server (loop-server's example server; default: built "
         "with the dist profile into target/xtask-bench when the example exists)",
     )
 

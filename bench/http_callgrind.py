@@ -4,7 +4,7 @@ callgrind: repeatable where timings on a shared machine are not.
     python bench/http_callgrind.py [--overlay DIR] [--workload plaintext|json|post4k]
                                    [--requests N] [--connections C] [--server NAME]
                                    [--access-log off|null|devnull]
-    python bench/http_callgrind.py --binary target/release/examples/plaintext [--requests N]
+    python bench/http_callgrind.py --binary target/release/examples/server [--requests N]
 
 The server (`http_serve.py serve NAME`, default ferroloop, from the bench
 venv `target/bench-venv`; `--overlay DIR` puts DIR first on its PYTHONPATH,
@@ -14,8 +14,8 @@ of 500 requests instrumentation is switched on, C keep-alive connections send N
 requests in all (each waits for its response before the next), it
 is switched off, and the total instruction count divided by N is printed,
 with every response checked. `--binary` measures a server binary taking
-`ADDR` as its argument instead (loop-http's `examples/plaintext.rs`, the
-pure-Rust ceiling; plaintext only). Before/after a change: run it once per build
+ferroloop's `--host`/`--port` flags instead (loop-server's
+`examples/server.rs`, the pure-Rust ceiling; plaintext only). Before/after a change: run it once per build
 and compare the figures (the issue's rule: no more than 3 % above before).
 `--access-log null|devnull` turns ferroloop's access log on, to a NullHandler
 or through its AccessFormatter to /dev/null (default off, as every benchmark).
@@ -150,7 +150,7 @@ def measure(
         out = Path(tmp) / "callgrind.out"
         cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
         if binary is not None:
-            cmd += [str(binary.resolve()), f"127.0.0.1:{port}"]
+            cmd += [str(binary.resolve()), "--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
         else:
             cmd += [str(VENV_PYTHON), str(BENCH / "http_serve.py"), "serve", server, str(port)]
         proc = subprocess.Popen(cmd, env=env, cwd=BENCH, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)

@@ -2,9 +2,10 @@
 installed, started and described.
 
 Every server runs one worker on CPU 0 and serves `http_app.app` (raw ASGI 3)
-on 127.0.0.1, except `rust-plaintext`: loop-http's pure-Rust example, the
-ceiling for what any of them could do on the plaintext workload, with a
-fixed response and no Python.  `ferroloop-base` (only with
+on 127.0.0.1, except `rust-plaintext`: loop-server's pure-Rust example
+server (the same driver, protocol kinds and settings as ferroloop's, with a
+Rust handler in place of the app), the ceiling for what any of them could
+do on the plaintext workload, with a fixed response and no Python.  `ferroloop-base` (only with
 `--baseline-wheel`) is ferroloop's server from the baseline wheel.
 """
 
@@ -23,7 +24,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 HTTP_SERVE = BENCH / "http_serve.py"
 APP_SPEC = "http_app:app"
-PLAINTEXT_SOURCE = REPO / "loop-http" / "examples" / "plaintext.rs"
+PLAINTEXT_SOURCE = REPO / "loop-server" / "examples" / "server.rs"
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ SERVERS: dict[str, Server] = {
         Server(
             "rust-plaintext",
             (),
-            "loop-http/examples/plaintext.rs, dist profile (fixed response, no Python)",
+            "loop-server/examples/server.rs --no-access-log, dist profile (fixed response, no Python)",
             workloads=("plaintext",),
             runs_app=False,
         ),
@@ -106,25 +107,25 @@ def command(name: str, python: Path, port: int, plaintext: Path | None) -> list[
     if name == "rust-plaintext":
         if plaintext is None:
             raise ValueError("rust-plaintext has no binary")
-        return [str(plaintext), f"127.0.0.1:{port}"]
+        return [str(plaintext), "--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
     raise ValueError(f"unknown server {name}")
 
 
 def build_plaintext() -> Path | None:
-    """Build loop-http's plaintext example with the dist profile in the
+    """Build loop-server's example server with the dist profile in the
     bench binaries' target dir, as `cargo xtask bench` does; None when the
     example does not exist (yet)."""
     if not PLAINTEXT_SOURCE.exists():
         return None
     target = REPO / "target" / "xtask-bench"
     subprocess.run(
-        ["cargo", "build", "--quiet", "--profile", "dist", "-p", "loop-http",
-         "--example", "plaintext"],
+        ["cargo", "build", "--quiet", "--profile", "dist", "-p", "loop-server",
+         "--example", "server"],
         cwd=REPO,
         env=os.environ | {"CARGO_TARGET_DIR": str(target)},
         check=True,
     )  # fmt: skip
-    return target / "dist" / "examples" / "plaintext"
+    return target / "dist" / "examples" / "server"
 
 
 def probe(
@@ -157,7 +158,7 @@ def probe(
         if plaintext is not None and plaintext.is_file():
             found["rust-plaintext"] = {
                 "available": True,
-                "version": _loop_http_version(),
+                "version": _loop_server_version(),
                 "binary": str(plaintext),
             }
         elif build_error is not None:
@@ -175,8 +176,8 @@ def probe(
     return {n: found[n] for n in names}
 
 
-def _loop_http_version() -> str:
+def _loop_server_version() -> str:
     for line in (REPO / "Cargo.toml").read_text().splitlines():
         if line.startswith("version"):
-            return "loop-http " + line.split("=", 1)[1].strip().strip('"')
-    return "loop-http"
+            return "loop-server " + line.split("=", 1)[1].strip().strip('"')
+    return "loop-server"

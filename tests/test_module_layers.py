@@ -1,6 +1,8 @@
 """The modules of the ASGI server (`loop-py/src/asgi/`) import each other
 without cycles, in the order its module docs list them: each module uses
-only modules listed before it. A source check: no build needed."""
+only modules listed before it; so do the files inside each of its
+directories (`asgi/http/`, `asgi/ws/`), in their `mod.rs`'s order. A
+source check: no build needed."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from pathlib import Path
 ASGI = Path(__file__).resolve().parent.parent / "loop-py" / "src" / "asgi"
 
 
-def _documented_order() -> list[str]:
-    text = (ASGI / "mod.rs").read_text()
+def _documented_order(directory: Path = ASGI) -> list[str]:
+    text = (directory / "mod.rs").read_text()
     order: list[str] = []
     for line in text.splitlines():
         if line.startswith("//! - "):
@@ -63,3 +65,28 @@ def test_modules_import_only_modules_listed_before_them():
         uses = _uses(files, files[0].parent != ASGI, names) - {name}
         later = {u for u in uses if order.index(u) > order.index(name)}
         assert not later, f"asgi::{name} imports {sorted(later)}, listed after it (a cycle or a wrong order)"
+
+
+def _subdirs() -> list[Path]:
+    return sorted(p for p in ASGI.iterdir() if p.is_dir())
+
+
+def test_every_file_of_a_directory_is_documented_once():
+    for directory in _subdirs():
+        order = _documented_order(directory)
+        files = sorted(p.stem for p in directory.glob("*.rs") if p.name != "mod.rs")
+        assert sorted(order) == files, (directory.name, order, files)
+        assert len(order) == len(set(order))
+
+
+def test_files_of_a_directory_import_only_files_listed_before_them():
+    for directory in _subdirs():
+        order = _documented_order(directory)
+        names = set(order)
+        for name in order:
+            code = "\n".join(line.split("//")[0] for line in (directory / f"{name}.rs").read_text().splitlines())
+            uses = {m for m in re.findall(r"(?<!super::)super::(\w+)", code) if m in names}
+            for group in re.findall(r"(?<!super::)super::\{([^}]*)\}", code):
+                uses |= {n for n in re.findall(r"(?:^|,)\s*(\w+)", group) if n in names}
+            later = {u for u in uses - {name} if order.index(u) > order.index(name)}
+            assert not later, f"asgi::{directory.name}::{name} imports {sorted(later)}, listed after it"

@@ -3,8 +3,8 @@
 //! that no single row can make. The files are not read here (that is
 //! `loop_tls::TlsConfig::load`, at startup).
 
-use crate::table::{find, SETTINGS};
-use crate::{CliError, Value, Values};
+use crate::table::{find, rows, Lookup, SETTINGS};
+use crate::{CliError, Values};
 use loop_tls::{ClientAuth, MinVersion, SniCert, TlsSettings};
 use std::path::PathBuf;
 
@@ -229,40 +229,28 @@ pub fn tls_settings(inputs: &TlsInputs) -> Result<Option<TlsSettings>, TlsSettin
         ciphers: Some(ciphers.clone()).filter(|c| !c.trim().is_empty()),
         sni: sni_certs,
         max_handshake_bytes: TlsSettings::DEFAULT_MAX_HANDSHAKE_BYTES,
+        // The server sets what its protocol kinds speak (loop-server).
+        alpn: Vec::new(),
     }))
 }
 
 impl TlsInputs {
-    /// The command line's (and environment's) values, defaults filled in.
-    pub fn from_values(values: &Values) -> TlsInputs {
-        let path = |name| match values.get(name) {
-            Value::Path(p) => Some(p),
-            _ => None,
-        };
-        let text = |name| match values.get(name) {
-            Value::Str(s) => Some(s),
-            _ => None,
-        };
-        let int = |name, default| match values.get(name) {
-            Value::Int(i) => i,
-            _ => default,
-        };
-        let list = |name| match values.get(name) {
-            Value::List(entries) => entries,
-            _ => Vec::new(),
-        };
+    /// The `ssl_*` settings `values` give (their defaults otherwise): the
+    /// command line's, or a `Config`'s (loop-py).
+    pub fn from_values(values: &impl Lookup) -> TlsInputs {
         TlsInputs {
-            certfile: path("ssl_certfile"),
-            keyfile: path("ssl_keyfile"),
-            password: text("ssl_keyfile_password"),
-            ca_certs: path("ssl_ca_certs"),
-            cert_reqs: int("ssl_cert_reqs", 0),
-            version: int("ssl_version", DEFAULT_VERSION),
-            ciphers: text("ssl_ciphers").unwrap_or_else(|| DEFAULT_CIPHERS.to_owned()),
-            crls: list("ssl_crl").into_iter().map(PathBuf::from).collect(),
-            min_version: text("ssl_min_version").unwrap_or_else(|| DEFAULT_MIN_VERSION.to_owned()),
+            certfile: rows::SSL_CERTFILE.read(values),
+            keyfile: rows::SSL_KEYFILE.read(values),
+            password: rows::SSL_KEYFILE_PASSWORD.read(values),
+            ca_certs: rows::SSL_CA_CERTS.read(values),
+            cert_reqs: rows::SSL_CERT_REQS.read(values),
+            version: rows::SSL_VERSION.read(values),
+            ciphers: rows::SSL_CIPHERS.read(values),
+            crls: rows::SSL_CRL.read(values),
+            min_version: rows::SSL_MIN_VERSION.read(values),
             // Each entry parsed when it was given (`Item::Sni`).
-            sni: list("ssl_sni")
+            sni: rows::SSL_SNI
+                .read(values)
                 .iter()
                 .filter_map(|e| parse_sni(e).ok())
                 .collect(),

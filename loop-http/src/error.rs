@@ -69,11 +69,6 @@ pub enum ParseError {
     /// Well-formed but neither HTTP/1.0 nor HTTP/1.1 (505).
     #[error("unsupported HTTP version")]
     UnsupportedVersion,
-    /// The HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4): an
-    /// HTTP/2 client with prior knowledge, which cannot read an HTTP/1.1
-    /// response, so none is sent ([`ParseError::answered`] is false).
-    #[error("HTTP/2 is not supported; use HTTP/1.1 or put an HTTP/2 proxy in front")]
-    Http2Preface,
 
     // --- fields (RFC 9110 §5, RFC 9112 §5) ---
     /// A field name that is empty or has a byte outside `tchar`, or a field
@@ -141,7 +136,7 @@ impl ParseError {
             HeadTooLarge | TooManyHeaders | TrailersTooLarge => 431,
             BodyTooLarge => 413,
             ConnectNotSupported | UnsupportedTransferEncoding => 501,
-            UnsupportedVersion | Http2Preface => 505,
+            UnsupportedVersion => 505,
             ExpectationFailed => 417,
             TooManyEmptyLines
             | ChunkLineTooLong
@@ -168,13 +163,6 @@ impl ParseError {
             | InvalidChunkExtension
             | InvalidChunkTerminator => 400,
         }
-    }
-
-    /// Whether the server answers with [`ParseError::status`] before it
-    /// closes: every error but the HTTP/2 preface, whose client could not
-    /// read an HTTP/1.1 response.
-    pub fn answered(&self) -> bool {
-        !matches!(self, ParseError::Http2Preface)
     }
 }
 

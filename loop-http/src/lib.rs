@@ -80,9 +80,9 @@
 //!
 //! Above the codec, [`ServerConnection`] is the whole server connection as
 //! a sans-IO state machine (pipelining, keep-alive, `100 Continue`, unread
-//! bodies, deadlines, graceful close, the upgrade handoff): ferroloop's ASGI
-//! server is glue around it, and `examples/plaintext.rs`, a complete
-//! server on ferroloop's executor, runs the same one.
+//! bodies, deadlines, graceful close, the upgrade handoff): `loop-server`
+//! runs it as its HTTP/1.1 protocol kind, under ferroloop's ASGI server
+//! and the pure-Rust example server alike.
 
 mod chunked;
 pub mod connection;

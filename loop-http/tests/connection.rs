@@ -303,37 +303,13 @@ fn invalid_input_fails_with_its_status() {
     };
     assert_eq!(status, 400);
     assert!(c.parse_error().is_some(), "the rule is kept for the log");
-    assert_eq!(
-        c.fail(status, &mut out, None, None, 0.0),
-        FailOutcome::Answered
-    );
+    assert_eq!(c.fail(status, &mut out, None, None), FailOutcome::Answered);
     assert_eq!(statuses(&out), [400]);
     assert_eq!(c.phase(), Phase::Closing);
-    assert!(c.wants_read(), "lingering reads and drops input");
+    assert!(c.wants_read(), "a closing connection reads and drops input");
     c.receive(b"more");
     assert!(matches!(c.poll(), Step::Wait));
-    assert_eq!(c.fail(400, &mut out, None, None, 0.0), FailOutcome::Ignored);
-}
-
-#[test]
-fn the_http2_preface_is_refused_without_a_response() {
-    let mut c = conn();
-    let mut out = Vec::new();
-    c.receive(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x12\x04\x00");
-    let Step::Fail(status) = c.poll() else {
-        panic!("expected a failure")
-    };
-    assert_eq!(c.parse_error(), Some(&ParseError::Http2Preface));
-    assert_eq!(
-        c.parse_error().map(ToString::to_string).as_deref(),
-        Some("HTTP/2 is not supported; use HTTP/1.1 or put an HTTP/2 proxy in front")
-    );
-    assert_eq!(
-        c.fail(status, &mut out, None, None, 0.0),
-        FailOutcome::Refused
-    );
-    assert!(out.is_empty(), "an HTTP/2 client cannot read HTTP/1.1");
-    assert_eq!(c.phase(), Phase::Closing);
+    assert_eq!(c.fail(400, &mut out, None, None), FailOutcome::Ignored);
 }
 
 #[test]
@@ -345,10 +321,7 @@ fn an_unknown_expectation_gets_417_before_the_body() {
         panic!("expected a failure")
     };
     assert_eq!(status, 417);
-    assert_eq!(
-        c.fail(status, &mut out, None, None, 0.0),
-        FailOutcome::Answered
-    );
+    assert_eq!(c.fail(status, &mut out, None, None), FailOutcome::Answered);
     assert_eq!(statuses(&out), [417]);
 }
 
@@ -382,7 +355,7 @@ fn failing_after_the_response_started_loses_the_connection() {
     let id = next_request(&mut c);
     let start = head_part(200, false);
     c.send(id, &mut out, start, None, None, 0.0).expect("start");
-    assert_eq!(c.fail(500, &mut out, None, None, 0.0), FailOutcome::Lose);
+    assert_eq!(c.fail(500, &mut out, None, None), FailOutcome::Lose);
     assert!(c.lose());
     assert!(!c.lose(), "losing twice is a no-op");
     let part = body_part(b"", false);
@@ -399,10 +372,7 @@ fn a_server_error_response_ends_the_exchange_for_the_app() {
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    assert_eq!(
-        c.fail(500, &mut out, None, None, 0.0),
-        FailOutcome::Answered
-    );
+    assert_eq!(c.fail(500, &mut out, None, None), FailOutcome::Answered);
     let ex = c.current(id).expect("still the current exchange");
     assert!(ex.is_over() && ex.is_abandoned());
     assert_eq!(ex.status(), 500);
@@ -552,45 +522,37 @@ fn a_slow_body_is_dropped_after_its_grace_period() {
 }
 
 #[test]
-fn closing_drains_then_lingers_then_ends() {
-    let mut c = conn_with(ConnectionConfig {
-        closing_drain: 10.0,
-        linger: 2.0,
-        ..ConnectionConfig::default()
-    });
-    assert!(c.close(0.0));
-    assert!(!c.close(0.0));
-    assert_eq!(c.deadline(), Some(10.0));
-    assert!(
-        c.output_flushed(1.0),
-        "half-close once the output is written"
-    );
-    assert!(!c.output_flushed(1.5), "once");
-    assert_eq!(c.deadline(), Some(3.0));
-    assert_eq!(c.on_timer(3.0), TimerAction::Lose(Expired::Linger));
-
+fn closing_takes_no_more_requests_and_has_no_deadline_of_its_own() {
     let mut c = conn();
-    c.close(0.0);
-    assert_eq!(
-        c.on_timer(10.0),
-        TimerAction::Lose(Expired::Drain),
-        "the output never drained"
+    assert!(c.close());
+    assert!(!c.close());
+    assert_eq!(c.phase(), Phase::Closing);
+    // Draining the output, the half-close and the linger are the caller's
+    // (the driver's, the same for every protocol).
+    assert_eq!(c.deadline(), None);
+    assert_eq!(c.on_timer(1e9), TimerAction::Nothing);
+    c.receive(
+        b"GET / HTTP/1.1
+Host: a
+
+",
     );
+    assert!(matches!(c.poll(), Step::Wait), "input is dropped");
 }
 
 #[test]
 fn drain_closes_idle_connections_and_busy_ones_after_their_response() {
     let mut c = conn();
-    assert_eq!(c.drain(false, 0.0, false), DrainAction::Lose);
+    assert_eq!(c.drain(false, false), DrainAction::Lose);
     let mut c = conn();
-    assert_eq!(c.drain(true, 0.0, false), DrainAction::Flush);
+    assert_eq!(c.drain(true, false), DrainAction::Flush);
     assert_eq!(c.phase(), Phase::Closing);
 
     let mut c = conn();
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    assert_eq!(c.drain(false, 0.0, false), DrainAction::AfterResponse);
+    assert_eq!(c.drain(false, false), DrainAction::AfterResponse);
     assert!(
         !respond(&mut c, id, &mut out, b"", 0.0),
         "the last response"
@@ -603,7 +565,7 @@ fn a_response_started_after_drain_says_connection_close() {
     let mut out = Vec::new();
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
-    assert_eq!(c.drain(false, 0.0, false), DrainAction::AfterResponse);
+    assert_eq!(c.drain(false, false), DrainAction::AfterResponse);
     assert!(!respond(&mut c, id, &mut out, b"", 0.0));
     let text = String::from_utf8_lossy(&out).to_ascii_lowercase();
     assert!(text.contains("connection: close\r\n"), "{text}");
@@ -614,7 +576,7 @@ fn a_handover_drain_keeps_idle_connections_for_one_more_response() {
     let mut c = conn();
     let mut out = Vec::new();
     // Idle between requests: kept, not lost under the client.
-    assert_eq!(c.drain(false, 0.0, true), DrainAction::AfterResponse);
+    assert_eq!(c.drain(false, true), DrainAction::AfterResponse);
     assert_eq!(c.phase(), Phase::Idle);
     c.receive(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
     let id = next_request(&mut c);
@@ -626,7 +588,7 @@ fn a_handover_drain_keeps_idle_connections_for_one_more_response() {
     assert!(text.contains("connection: close\r\n"), "{text}");
     // Without a request the keep-alive timeout still ends it.
     let mut c = conn();
-    assert_eq!(c.drain(false, 0.0, true), DrainAction::AfterResponse);
+    assert_eq!(c.drain(false, true), DrainAction::AfterResponse);
     assert_ne!(c.on_timer(1e9), TimerAction::Nothing);
 }
 
@@ -671,7 +633,7 @@ fn a_101_hands_the_connection_over_with_the_bytes_after_the_request() {
         b"\x81\x05hello",
         "nothing was parsed as HTTP"
     );
-    assert_eq!(c.fail(400, &mut out, None, None, 0.0), FailOutcome::Ignored);
+    assert_eq!(c.fail(400, &mut out, None, None), FailOutcome::Ignored);
 }
 
 #[test]

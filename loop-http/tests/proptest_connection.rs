@@ -255,8 +255,8 @@ proptest! {
                 match c.poll() {
                     Step::Request(head) => id = Some(c.begin_request(head)),
                     Step::Deliver => { c.take_delivery(); }
-                    Step::Fail(status) => { c.fail(status, &mut out, None, None, now); }
-                    Step::Close => { c.close(now); }
+                    Step::Fail(status) => { c.fail(status, &mut out, None, None); }
+                    Step::Close => { c.close(); }
                     Step::Wait => {}
                 }
                 if let (Some(id), Some(action)) = (id, actions.next()) {
@@ -266,8 +266,8 @@ proptest! {
                         2 => { let _ = c.send(id, &mut out, ResponsePart::Body::<[(&[u8], &[u8]); 0]> { data: b"x", more: true }, None, None, now); }
                         3 => { let _ = c.send(id, &mut out, ResponsePart::Body::<[(&[u8], &[u8]); 0]> { data: b"", more: false }, None, None, now); }
                         4 => { c.on_timer(now + 100.0); }
-                        5 => { c.output_flushed(now); }
-                        6 => { c.drain(false, now, false); }
+                        5 => { c.close(); }
+                        6 => { c.drain(false, false); }
                         _ => { c.lose(); }
                     }
                 }

@@ -784,14 +784,6 @@ fn request_line_shape() {
         ParseError::UnsupportedVersion,
         505,
     );
-    // The HTTP/2 preface has an error of its own (no response is sent).
-    reject(
-        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-        ParseError::Http2Preface,
-        505,
-    );
-    assert!(!ParseError::Http2Preface.answered());
-    assert!(ParseError::UnsupportedVersion.answered());
 }
 
 // --- sizes ---------------------------------------------------------------

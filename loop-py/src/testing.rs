@@ -12,8 +12,6 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::asgi::settings::Settings;
-
 /// Panics with `message`: proves that a Rust panic inside a callback
 /// reaches the exception handler as a `RuntimeError` and leaves the loop
 /// running.
@@ -23,10 +21,11 @@ fn test_panic(message: &str) {
 }
 
 /// The WebSocket limits the native server takes from a `ferroloop.Config`
-/// (`Settings::ws`), by `loop_ws::Config` field; `None` for `ws="none"`.
+/// (`ServerSettings::ws`), by `loop_ws::Config` field; `None` for
+/// `ws="none"`.
 #[pyfunction]
 fn ws_settings<'py>(config: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let Some(ws) = Settings::from_py(config)?.ws else {
+    let Some(ws) = crate::asgi::settings::from_config(config)?.ws else {
         return Ok(None);
     };
     let d = PyDict::new(config.py());

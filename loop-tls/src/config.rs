@@ -66,6 +66,12 @@ pub struct TlsSettings {
     pub sni: Vec<SniCert>,
     /// The most bytes a client may send before its handshake completes.
     pub max_handshake_bytes: usize,
+    /// The application protocols offered in ALPN (`http/1.1`, `h2`), most
+    /// preferred first: the server offers what its protocol kinds speak.
+    /// A client that offers ALPN but none of these is refused
+    /// (`no_application_protocol`); one that offers none gets no ALPN.
+    /// Empty: no ALPN at all.
+    pub alpn: Vec<Vec<u8>>,
 }
 
 impl TlsSettings {
@@ -157,8 +163,7 @@ fn build(settings: &TlsSettings, resumption: Resumption) -> Result<TlsConfig, Co
         None => builder.with_no_client_auth(),
     };
     let mut config = builder.with_cert_resolver(resolver.clone());
-    // Never h2 while HTTP/2 is not served.
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = settings.alpn.clone();
     config.ticketer = resumption.ticketer;
     config.session_storage = resumption.cache;
     Ok(TlsConfig {

@@ -32,7 +32,9 @@
 //!   defaults, exclusions and `@STRENGTH` are ignored, anything else is
 //!   [`ConfigError::UnknownCipher`]. A list naming no TLS 1.3 suite keeps
 //!   the 1.3 defaults (rustls needs one per enabled version).
-//! - **ALPN**: `http/1.1` only; a client offering only `h2` is refused.
+//! - **ALPN**: the protocols [`TlsSettings::alpn`] lists (the server's
+//!   kinds: `http/1.1` today); a client offering ALPN but none of them is
+//!   refused. [`TlsInfo::alpn`] is what was negotiated.
 //! - **Resumption**: TLS 1.3 tickets (ring's rotating ticketer) and a
 //!   TLS 1.2 session-id cache, both in memory, per process;
 //!   [`TlsConfig::reload`] keeps them, so tickets survive a reload.

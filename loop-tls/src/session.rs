@@ -35,6 +35,9 @@ pub struct TlsInfo {
     pub client_cert_name: Option<String>,
     /// The SNI host name the client sent.
     pub server_name: Option<String>,
+    /// The application protocol ALPN chose; `None` when the client offered
+    /// none.
+    pub alpn: Option<Vec<u8>>,
 }
 
 pub struct TlsSession {
@@ -262,6 +265,7 @@ impl TlsSession {
             client_cert_chain: chain.iter().map(|c| pem::cert_pem(c)).collect(),
             client_cert_name: chain.first().and_then(|c| name::subject_of(c)),
             server_name,
+            alpn: self.conn.alpn_protocol().map(<[u8]>::to_vec),
         })
     }
 }

@@ -20,6 +20,7 @@ fn roundtrip(version: &'static rustls::SupportedProtocolVersion, wire_version: u
     assert!(info.client_cert_chain.is_empty());
     assert_eq!(info.client_cert_name, None);
     assert_eq!(pair.client.alpn_protocol(), Some(&b"http/1.1"[..]));
+    assert_eq!(info.alpn.as_deref(), Some(&b"http/1.1"[..]));
 
     let request = b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n";
     assert_eq!(pair.send_to_server(request), request);
@@ -150,6 +151,26 @@ fn min_version_13_refuses_a_12_only_client() {
     let (pair, r) = connect(&tls, &config, "localhost");
     r.unwrap();
     assert_eq!(pair.server.info().unwrap().tls_version, 0x0304);
+}
+
+#[test]
+fn alpn_offers_what_the_settings_list_and_none_without_an_offer() {
+    let mut f = fixture("alpn-choice");
+    f.settings.alpn = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let tls = TlsConfig::load(&f.settings).unwrap();
+    let mut config = (*client_config(f.ca.roots(), BOTH, None)).clone();
+    config.alpn_protocols = vec![b"http/1.1".to_vec(), b"h2".to_vec()];
+    let (pair, r) = connect(&tls, &std::sync::Arc::new(config.clone()), "localhost");
+    r.unwrap();
+    // The server's preference wins.
+    assert_eq!(
+        pair.server.info().unwrap().alpn.as_deref(),
+        Some(&b"h2"[..])
+    );
+    config.alpn_protocols = Vec::new();
+    let (pair, r) = connect(&tls, &std::sync::Arc::new(config), "localhost");
+    r.unwrap();
+    assert_eq!(pair.server.info().unwrap().alpn, None);
 }
 
 #[test]

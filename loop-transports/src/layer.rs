@@ -62,6 +62,9 @@ pub trait ByteLayer: Send + Sync {
 pub enum LayerRead<'a> {
     /// Application bytes (none, when only layer traffic arrived).
     Data(&'a [u8]),
+    /// The last application bytes: the peer ended the layer's stream after
+    /// them (TLS `close_notify`); an EOF follows them.
+    Last(&'a [u8]),
     Eof(Eof),
     /// Nothing more for this readiness event (or the stream closed: see
     /// [`LayeredStream::take_closed`]).
@@ -128,9 +131,31 @@ impl LayeredStream {
         protocol_wants || self.layer.as_ref().is_some_and(|l| l.wants_read())
     }
 
-    /// Whether writability is needed: wire bytes are buffered.
+    /// Whether writability is needed: wire bytes are buffered and no cork
+    /// holds them.
     pub fn wants_write(&self) -> bool {
-        self.core.get_write_buffer_size() > 0
+        self.core.interest().writable
+    }
+
+    /// Hold what is written until [`uncork`](Self::uncork) (see
+    /// [`StreamCore::cork`]); through a layer, each write is encoded at once
+    /// and its wire bytes are held.
+    pub fn cork(&mut self) {
+        self.core.cork();
+    }
+
+    pub fn uncork(&mut self) {
+        self.core.uncork();
+    }
+
+    pub fn is_corked(&self) -> bool {
+        self.core.is_corked()
+    }
+
+    /// The core's flow control: buffered bytes went above the high water
+    /// mark and have not drained to the low one since.
+    pub fn is_writing_paused(&self) -> bool {
+        self.core.is_writing_paused()
     }
 
     /// Wire bytes buffered in the core.
@@ -165,8 +190,12 @@ impl LayeredStream {
         }
         // A handshake answers with output of its own.
         self.send_layer_output();
-        if self.app_in.is_empty() && self.peer_ended() {
-            return Ok(LayerRead::Eof(Eof::Clean));
+        if self.peer_ended() {
+            return Ok(if self.app_in.is_empty() {
+                LayerRead::Eof(Eof::Clean)
+            } else {
+                LayerRead::Last(&self.app_in)
+            });
         }
         Ok(LayerRead::Data(&self.app_in))
     }

@@ -18,21 +18,22 @@
 //!
 //! So a protocol may call `write`/`close`/`pause_reading` re-entrantly from
 //! inside `data_received` (as asyncio protocols do): the caller is not
-//! holding the core when the protocol runs. The [`Driver`] runs Rust
-//! [`StreamProtocol`]s that way on a loop-core
-//! [`Reactor`](loop_core::reactor::Reactor) and is what the tests use.
+//! holding the core when the protocol runs.
 //!
 //! # In ferroloop
 //!
-//! Every asyncio transport `loop-py` hands a Python protocol is a native
-//! class over one of these cores (`loop-py/src/transport/`: sockets and
-//! pipes on [`StreamCore`], datagrams on [`DatagramCore`], asyncio's
-//! `Server` accepting on [`ListenerCore`]), and the HTTP server runs each
-//! connection on a [`LayeredStream`]: a [`StreamCore`] with the byte-stream
-//! layer seam ([`ByteLayer`], where a TLS session goes) between the socket
-//! and the protocol. Reads go into the thread's one read buffer
-//! ([`read_buf`]); the raw syscalls are [`sys`], the one copy of them in
-//! the workspace.
+//! The same cores run under everything: every asyncio transport `loop-py`
+//! hands a Python protocol is a native class over one of them
+//! (`loop-py/src/transport/`: sockets and pipes on [`StreamCore`], datagrams
+//! on [`DatagramCore`], asyncio's `Server` accepting on [`ListenerCore`]),
+//! and the server's connection driver (`loop-server`) accepts with a
+//! [`ListenerCore`] and runs each connection on a [`LayeredStream`]: a
+//! [`StreamCore`] with the byte-stream layer seam ([`ByteLayer`], where a
+//! TLS session goes) between the socket and the protocol. Flow control
+//! ([`WaterMarks`]), the write buffer and the accept back-off are the
+//! cores', for both; reads go into the thread's one read buffer
+//! ([`read_buf`]). [`sys`] is the one copy of the raw syscalls in the
+//! workspace.
 //!
 //! # Who closes an fd
 //!
@@ -48,9 +49,7 @@
 
 #![cfg(unix)]
 
-pub mod connection;
 pub mod datagram;
-pub mod driver;
 pub mod error;
 pub mod fd;
 pub mod file_send;
@@ -58,23 +57,19 @@ pub mod flow;
 pub mod layer;
 pub mod listener;
 pub mod pipe;
-pub mod protocol;
 pub mod read_buf;
 pub mod socket;
 pub mod stream;
 pub mod sys;
 pub mod write_buf;
 
-pub use connection::Transport;
 pub use datagram::{DatagramConfig, DatagramCore, DatagramEvent, Recv, Send};
-pub use driver::{Driver, ListenerId};
 pub use error::{Error, Op, RESOURCE_LIMIT_ERRNOS};
 pub use fd::IoFd;
 pub use file_send::{FileProgress, FileSend};
 pub use flow::WaterMarks;
 pub use layer::{ByteLayer, Eof, LayerError, LayerRead, LayeredStream};
-pub use listener::{AcceptStop, Accepted, ListenerCore};
-pub use protocol::StreamProtocol;
+pub use listener::{AcceptStop, Accepted, ListenerCore, ACCEPT_RETRY_DELAY};
 pub use stream::{
     Read, ReadInto, StreamConfig, StreamCore, StreamEvent, StreamKind, StreamStats, Write,
 };

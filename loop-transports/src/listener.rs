@@ -6,8 +6,11 @@
 //! transport without more syscalls. Connections that died in the backlog
 //! (`ECONNABORTED`, `EPROTO`) are skipped. Running out of fds or memory
 //! (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`) is reported as
-//! [`AcceptStop::ResourceLimit`] so the caller can [`pause`](ListenerCore::pause)
-//! and retry later, as asyncio does (it waits a second and logs).
+//! [`AcceptStop::ResourceLimit`]; the caller then [`back_off`](ListenerCore::back_off)s:
+//! the listener stops accepting for [`ACCEPT_RETRY_DELAY`] (the backlog keeps
+//! the clients) instead of spinning on a socket that stays readable, as
+//! asyncio does. asyncio's `Server` (loop-py's `Listener`) and the server's
+//! driver (loop-server) both accept through this one core.
 
 use crate::error::{Error, Op};
 use crate::fd::IoFd;
@@ -20,6 +23,10 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 /// Connections accepted per readable report by default.
 pub const DEFAULT_ACCEPT_BATCH: usize = 128;
+
+/// Seconds accepting pauses after the process ran out of fds or memory
+/// (asyncio's `constants.ACCEPT_RETRY_DELAY`).
+pub const ACCEPT_RETRY_DELAY: f64 = 1.0;
 
 /// An accepted connection: non-blocking, close-on-exec, owned.
 #[derive(Debug)]
@@ -49,6 +56,8 @@ pub struct ListenerCore {
     raw: RawFd,
     batch: usize,
     paused: bool,
+    /// When a back-off ends (seconds on the caller's clock).
+    resume_at: Option<f64>,
     accepted: u64,
 }
 
@@ -62,6 +71,7 @@ impl ListenerCore {
             fd: Some(fd),
             batch: batch.max(1),
             paused: false,
+            resume_at: None,
             accepted: 0,
         })
     }
@@ -87,6 +97,33 @@ impl ListenerCore {
 
     pub fn resume(&mut self) {
         self.paused = false;
+        self.resume_at = None;
+    }
+
+    /// After [`AcceptStop::ResourceLimit`] at `now`: stop accepting for
+    /// [`ACCEPT_RETRY_DELAY`]. Returns when to call
+    /// [`resume_due`](Self::resume_due).
+    pub fn back_off(&mut self, now: f64) -> f64 {
+        let at = now + ACCEPT_RETRY_DELAY;
+        self.paused = true;
+        self.resume_at = Some(at);
+        at
+    }
+
+    /// When a back-off ends, if one is running.
+    pub fn resume_at(&self) -> Option<f64> {
+        self.resume_at
+    }
+
+    /// Resume accepting if a back-off ended by `now`; true when it did.
+    pub fn resume_due(&mut self, now: f64) -> bool {
+        match self.resume_at {
+            Some(at) if now >= at => {
+                self.resume();
+                true
+            }
+            _ => false,
+        }
     }
 
     pub fn is_paused(&self) -> bool {

@@ -159,6 +159,8 @@ pub struct StreamCore {
     /// The buffer drained as `ResumeWriting` was queued: a close or
     /// half-close waits for that event's delivery (see `next_event`).
     drain_pending: bool,
+    /// Writes are held in the buffer until `uncork` (see `cork`).
+    corked: bool,
     stats: StreamStats,
 }
 
@@ -183,6 +185,7 @@ impl StreamCore {
             conn_lost: 0,
             events: VecDeque::new(),
             drain_pending: false,
+            corked: false,
             stats: StreamStats::default(),
         }
     }
@@ -284,7 +287,7 @@ impl StreamCore {
                     StreamKind::WritePipe => true,
                     StreamKind::Socket | StreamKind::ReadPipe => self.can_read(),
                 },
-                writable: !self.out.is_empty(),
+                writable: !self.out.is_empty() && !self.corked,
             },
         }
     }
@@ -543,10 +546,11 @@ impl StreamCore {
         Ok(None)
     }
 
-    /// Send now if nothing is queued ahead. `Some(bytes sent)` (0 when the
-    /// data must all be buffered), or `None` after a fatal error.
+    /// Send now if nothing is queued ahead and no cork holds writes.
+    /// `Some(bytes sent)` (0 when the data must all be buffered), or `None`
+    /// after a fatal error.
     fn try_send(&mut self, slices: &[IoSlice<'_>]) -> Option<usize> {
-        if self.state != State::Open || !self.out.is_empty() {
+        if self.state != State::Open || self.corked || !self.out.is_empty() {
             return Some(0);
         }
         match self.send_slices(slices) {
@@ -575,6 +579,26 @@ impl StreamCore {
     fn after_growth(&mut self) {
         if self.flow.should_pause(self.out.len()) {
             self.events.push_back(StreamEvent::PauseWriting);
+        }
+    }
+
+    /// Hold writes in the buffer instead of sending them, until
+    /// [`uncork`](Self::uncork): a server writes what one tick produced for
+    /// a connection together, waking its peer once instead of once per
+    /// response. Flow control counts what is held.
+    pub fn cork(&mut self) {
+        self.corked = true;
+    }
+
+    pub fn is_corked(&self) -> bool {
+        self.corked
+    }
+
+    /// Send what the cork held, as far as the socket takes it (the rest
+    /// waits for writability).
+    pub fn uncork(&mut self) {
+        if std::mem::take(&mut self.corked) && matches!(self.state, State::Open | State::Closing) {
+            self.flush();
         }
     }
 
@@ -683,6 +707,8 @@ impl StreamCore {
                     return Ok(());
                 }
                 self.eof_requested = true;
+                // What a cork held goes out before the FIN.
+                self.corked = false;
                 if self.state == State::Open && self.out.is_empty() {
                     self.eof_sent = true;
                     sys::shutdown_write(self.raw).map_err(|e| Error::os(Op::Shutdown, e))?;
@@ -695,6 +721,8 @@ impl StreamCore {
     /// Orderly close: stop reading, flush what is buffered, then queue
     /// `Closed(None)`. A second call does nothing.
     pub fn close(&mut self) {
+        // What a cork held goes out before the close.
+        self.corked = false;
         match self.state {
             State::Closing | State::Closed => {}
             State::Open if !self.out.is_empty() => self.state = State::Closing,

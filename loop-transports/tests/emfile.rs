@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use loop_transports::socket::{self, ListenOptions};
-use loop_transports::{AcceptStop, Driver, IoFd, ListenerCore, StreamConfig};
+use loop_transports::{AcceptStop, IoFd, ListenerCore, StreamConfig};
 use std::cell::Cell;
 use std::fs::File;
 use std::net::TcpStream;
@@ -102,14 +102,12 @@ fn accept_reports_emfile_and_recovers_once_fds_are_freed() {
     // --- the driver: pauses the listener, then resumes after the delay.
     let accepted = Rc::new(Cell::new(0usize));
     let counter = Rc::clone(&accepted);
-    let id = d
-        .listen(listener, StreamConfig::default(), move |_| {
-            counter.set(counter.get() + 1);
-            let (rec, _log) = Recorder::new();
-            Box::new(rec)
-        })
-        .unwrap();
-    d.set_accept_retry_delay(id, Duration::from_millis(100));
+    d.listen(listener, StreamConfig::default(), move |_| {
+        counter.set(counter.get() + 1);
+        let (rec, _log) = Recorder::new();
+        Box::new(rec)
+    })
+    .unwrap();
     let mut fillers = fill_fd_table();
     // The client needs an fd too: free exactly one for it.
     fillers.pop();
@@ -131,7 +129,8 @@ fn accept_reports_emfile_and_recovers_once_fds_are_freed() {
     assert_eq!(accepted.get(), 0);
     drop(fillers);
     drop(limit);
-    // After the retry delay the pending connection is accepted.
+    // After the retry delay (ACCEPT_RETRY_DELAY) the pending connection is
+    // accepted.
     assert!(d.run_until(LIMIT, || accepted.get() == 1).unwrap());
     assert!(d.take_errors().is_empty());
 }

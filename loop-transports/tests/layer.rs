@@ -17,6 +17,9 @@ struct Toy {
     established: bool,
     answer_due: bool,
     closed_by_peer: bool,
+    /// Report the peer's `BYE` before the FIN, as TLS reports a
+    /// `close_notify` (`peer_closed`).
+    reports_close: bool,
 }
 
 impl ByteLayer for Toy {
@@ -60,6 +63,10 @@ impl ByteLayer for Toy {
         wire.extend_from_slice(b"BYE");
     }
 
+    fn peer_closed(&self) -> bool {
+        self.reports_close && self.closed_by_peer
+    }
+
     fn eof(&mut self) -> Eof {
         if self.closed_by_peer {
             Eof::Clean
@@ -82,7 +89,7 @@ fn pair(layer: Option<Box<dyn ByteLayer>>) -> (LayeredStream, UnixStream) {
 fn read_once(stream: &mut LayeredStream) -> Result<Option<Vec<u8>>, Eof> {
     let mut buf = [0u8; 256];
     match stream.read_into(&mut buf).expect("read") {
-        LayerRead::Data(d) => Ok(Some(d.to_vec())),
+        LayerRead::Data(d) | LayerRead::Last(d) => Ok(Some(d.to_vec())),
         LayerRead::Eof(eof) => Err(eof),
         LayerRead::Done => Ok(None),
     }
@@ -164,4 +171,26 @@ fn a_layer_error_loses_the_connection() {
     peer.read_exact(&mut answer)
         .expect("the layer's last output");
     assert_eq!(&answer, b"h");
+}
+
+#[test]
+fn the_layers_own_end_with_data_is_the_last_data_then_eof() {
+    let toy = Toy {
+        reports_close: true,
+        ..Toy::default()
+    };
+    let (mut s, mut peer) = pair(Some(Box::new(toy)));
+    peer.write_all(b"H").expect("hello");
+    read_once(&mut s).expect("handshake");
+    let mut wire: Vec<u8> = b"ok".iter().map(|b| b ^ 0x55).collect();
+    wire.extend_from_slice(b"BYE");
+    peer.write_all(&wire).expect("data and close");
+    let mut buf = [0u8; 64];
+    match s.read_into(&mut buf).expect("read") {
+        LayerRead::Last(data) => assert_eq!(data, b"ok"),
+        other => panic!("expected the last data, got {other:?}"),
+    }
+    // The peer may keep its socket open: the layer's end is the EOF.
+    assert!(s.peer_ended());
+    assert_eq!(read_once(&mut s), Err(Eof::Clean));
 }

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use loop_transports::pipe::pipe;
 use loop_transports::{
-    Driver, Error, IoFd, Read as CoreRead, StreamConfig, StreamCore, StreamEvent, StreamKind,
+    Error, IoFd, Read as CoreRead, StreamConfig, StreamCore, StreamEvent, StreamKind,
 };
 use std::fs::File;
 use std::io::{Read, Write};

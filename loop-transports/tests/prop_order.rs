@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use loop_transports::{Driver, StreamConfig, WaterMarks};
+use loop_transports::{StreamConfig, WaterMarks};
 use proptest::prelude::*;
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
-//! StreamCore and the driver over real loopback TCP sockets.
+//! StreamCore over real loopback TCP sockets, bare and under the tests' driver.
 
 mod common;
 
 use common::*;
 use loop_transports::socket::{self, ConnectStatus};
 use loop_transports::{
-    Driver, Error, IoFd, Read as CoreRead, StreamConfig, StreamCore, StreamEvent,
+    Error, IoFd, Read as CoreRead, StreamConfig, StreamCore, StreamEvent, WaterMarks,
     Write as CoreWrite,
 };
 use socket2::SockRef;
@@ -578,4 +578,45 @@ fn adopted_socket_is_borrowed_nonblocking_and_nodelay() {
     let mut got = String::new();
     client.read_to_string(&mut got).unwrap();
     assert_eq!(got, "from core, then owner");
+}
+
+#[test]
+fn a_cork_holds_writes_counts_them_for_flow_control_and_uncork_sends_them() {
+    let config = StreamConfig {
+        water_marks: WaterMarks::new(Some(8), Some(2)).unwrap(),
+        ..StreamConfig::default()
+    };
+    let (mut core, mut peer) = tcp_core_pair(&config);
+    core.cork();
+    assert!(core.is_corked());
+    core.write(b"HTTP/1.1 200 OK\r\n").unwrap();
+    core.write(b"\r\n").unwrap();
+    // Held: nothing sent, no writability wanted, and above the high mark.
+    assert_eq!(core.stats().write_calls, 0);
+    assert_eq!(core.get_write_buffer_size(), 19);
+    assert!(!core.interest().writable);
+    assert!(core.is_writing_paused());
+    assert!(matches!(core.next_event(), Some(StreamEvent::PauseWriting)));
+    core.uncork();
+    // One send for both writes, and the flow control resumed.
+    assert_eq!(core.stats().write_calls, 1);
+    assert_eq!(core.get_write_buffer_size(), 0);
+    assert!(!core.is_writing_paused());
+    assert!(matches!(
+        core.next_event(),
+        Some(StreamEvent::ResumeWriting)
+    ));
+    let mut got = [0u8; 19];
+    peer.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"HTTP/1.1 200 OK\r\n\r\n");
+    // A close sends what a cork held before ending the stream.
+    core.cork();
+    core.write(b"bye").unwrap();
+    core.close();
+    assert!(core.interest().writable);
+    core.on_writable();
+    let mut rest = Vec::new();
+    core.close_fd();
+    peer.read_to_end(&mut rest).unwrap();
+    assert_eq!(rest, b"bye");
 }

@@ -5,9 +5,7 @@ mod common;
 use common::*;
 use loop_transports::listener::DEFAULT_ACCEPT_BATCH;
 use loop_transports::socket::{self, ListenOptions, UnixAddr};
-use loop_transports::{
-    AcceptStop, Driver, IoFd, ListenerCore, StreamConfig, StreamCore, StreamProtocol, Transport,
-};
+use loop_transports::{AcceptStop, IoFd, ListenerCore, StreamConfig, StreamCore};
 use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -255,11 +255,12 @@ fn build_echo_client() -> Result<PathBuf, String> {
     Ok(target.join("release").join("xtask"))
 }
 
-/// Build the HTTP suite's pure-Rust ceiling (`loop-http`'s `plaintext`
-/// example) with `profile`; `None` when the example does not exist
-/// (the suite then reports `rust-plaintext` as unavailable).
+/// Build the HTTP suite's pure-Rust ceiling (`loop-server`'s `server`
+/// example: the server's driver, protocol kinds and settings with a Rust
+/// handler) with `profile`; `None` when the example does not exist (the
+/// suite then reports `rust-plaintext` as unavailable).
 fn build_plaintext_server(profile: &str) -> Result<Option<PathBuf>, String> {
-    let source = cmd::root().join("loop-http/examples/plaintext.rs");
+    let source = cmd::root().join("loop-server/examples/server.rs");
     if !source.exists() {
         eprintln!(
             "xtask: {} does not exist; the HTTP suite runs without rust-plaintext",
@@ -276,15 +277,13 @@ fn build_plaintext_server(profile: &str) -> Result<Option<PathBuf>, String> {
                 "--profile",
                 profile,
                 "-p",
-                "loop-http",
+                "loop-server",
                 "--example",
-                "plaintext",
+                "server",
             ])
             .env("CARGO_TARGET_DIR", &target),
     )?;
-    Ok(Some(
-        target.join(profile).join("examples").join("plaintext"),
-    ))
+    Ok(Some(target.join(profile).join("examples").join("server")))
 }
 
 /// The suites `bench` knows; without one it runs `all` of them.

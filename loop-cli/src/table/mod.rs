@@ -16,9 +16,10 @@
 //!   (`FERROLOOP_<NAME>`, read by the command line and `Config.from_env`;
 //!   see [`crate::env`]).
 //!
-//! Adding a setting is one row in `rows.rs` (plus, when the native server reads it,
-//! a line in `loop-py/src/asgi/settings.rs`). See docs/development.md,
-//! "Adding a setting".
+//! Adding a setting is one row in `rows.rs`; a row the native server reads
+//! is a typed [`Native`] constant there, read by the code that uses it
+//! (loop-server's `ServerSettings`). See docs/development.md, "Adding a
+//! setting".
 
 /// What values a setting takes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -162,8 +163,8 @@ pub struct Setting {
     pub expected: Option<&'static str>,
     pub flag: Option<Flag>,
     pub surface: Surface,
-    /// The native server reads it (`Settings::from_py` in
-    /// `loop-py/src/asgi/settings.rs`).
+    /// The native server reads it: the row is a [`Native`] constant (which
+    /// sets this).
     pub native: bool,
     pub status: Status,
     /// Values of a supported setting that are not supported yet, and why
@@ -250,11 +251,6 @@ impl Setting {
 
     pub const fn expected(mut self, expected: &'static str) -> Self {
         self.expected = Some(expected);
-        self
-    }
-
-    pub const fn native(mut self) -> Self {
-        self.native = true;
         self
     }
 
@@ -460,9 +456,11 @@ impl Setting {
     }
 }
 
-mod rows;
+mod native;
+pub mod rows;
 pub mod uvicorn;
 
+pub use native::{BoolOrText, FromValue, Lookup, Native};
 pub use rows::{BACKENDS, INTERFACES, LIFESPANS, LOG_LEVELS, SETTINGS, WS_IMPLEMENTATIONS};
 
 /// The setting called `name`.

@@ -1,7 +1,9 @@
 //! The rows of the settings table: every server setting ferroloop has, in
 //! `Config`'s keyword order (the `--help` order of their flags).
 
+use super::native::{BoolOrText, Native};
 use super::{Item, Kind, Lit, Null, Setting, Status, Text};
+use std::path::PathBuf;
 
 /// The `--lifespan` values, in `--help` order.
 pub const LIFESPANS: &[&str] = &["auto", "on", "off"];
@@ -14,7 +16,7 @@ const MIB: i64 = 1024 * 1024;
 
 /// uvicorn's access line, with the reason phrase:
 /// `127.0.0.1:54321 - "GET / HTTP/1.1" 200 OK`.
-pub const ACCESS_LOG_FORMAT: &str =
+pub const DEFAULT_ACCESS_LOG_FORMAT: &str =
     "%(client_addr)s - \"%(request_line)s\" %(status_code)s %(status_phrase)s";
 
 /// Every server setting, in `Config`'s keyword order (which is also the
@@ -71,15 +73,7 @@ pub static SETTINGS: &[Setting] = &[
     )
     .null(Null::Unset)
     .py_type("socket.socket | None", "socket.socket | None"),
-    Setting::new(
-        "root_path",
-        Kind::Text(Text::RootPath),
-        Lit::Str(""),
-        "Set the ASGI 'root_path' for applications submounted below a given URL path: empty, or \
-         starting with '/' and not ending with '/'.",
-    )
-    .cli("--root-path")
-    .native(),
+    ROOT_PATH.setting,
     Setting::new(
         "lifespan",
         Kind::Choice {
@@ -92,26 +86,8 @@ pub static SETTINGS: &[Setting] = &[
     )
     .cli("--lifespan")
     .expected("expected one of: auto, on, off"),
-    Setting::new(
-        "access_log",
-        Kind::Bool,
-        Lit::Bool(true),
-        "Enable/Disable access log.",
-    )
-    .cli("--access-log")
-    .off("--no-access-log")
-    .native(),
-    Setting::new(
-        "access_log_format",
-        Kind::Text(Text::AccessLogFormat),
-        Lit::Str(ACCESS_LOG_FORMAT),
-        "Access log line format: text with %(field)s placeholders (client_addr, method, path, \
-         query, full_path, http_version, request_line, status_code, status_phrase, duration_ms, \
-         user_agent, referer); %% for '%'. Default: %(client_addr)s - \"%(request_line)s\" \
-         %(status_code)s %(status_phrase)s",
-    )
-    .cli("--access-log-format")
-    .native(),
+    ACCESS_LOG.setting,
+    ACCESS_LOG_FORMAT.setting,
     Setting::new(
         "log_config",
         Kind::Path,
@@ -135,47 +111,10 @@ pub static SETTINGS: &[Setting] = &[
     .cli("--use-colors")
     .off("--no-use-colors")
     .null(Null::Unset),
-    Setting::new(
-        "proxy_headers",
-        Kind::Bool,
-        Lit::Bool(true),
-        "Take the client address and scheme from X-Forwarded-For, X-Forwarded-Proto and \
-         Forwarded headers sent by forwarded_allow_ips.",
-    )
-    .cli("--proxy-headers")
-    .off("--no-proxy-headers")
-    .native(),
-    Setting::new(
-        "forwarded_allow_ips",
-        Kind::Text(Text::Any),
-        Lit::Str("127.0.0.1"),
-        "Comma-separated addresses or networks (or '*') trusted to send proxy headers. Not \
-         given (None in Config): $FORWARDED_ALLOW_IPS if set.",
-    )
-    .cli("--forwarded-allow-ips")
-    .env_alias("FORWARDED_ALLOW_IPS")
-    .null(Null::Unset)
-    .native()
-    .py_type("str | list[str] | None", "str"),
-    Setting::new(
-        "server_header",
-        Kind::BoolOrText,
-        Lit::Bool(true),
-        "Send a Server header: True for 'ferroloop', False for none, or this string. On the \
-         command line, --header server:VALUE sends another one.",
-    )
-    .cli("--server-header")
-    .off("--no-server-header")
-    .native(),
-    Setting::new(
-        "date_header",
-        Kind::Bool,
-        Lit::Bool(true),
-        "Send a Date header.",
-    )
-    .cli("--date-header")
-    .off("--no-date-header")
-    .native(),
+    PROXY_HEADERS.setting,
+    FORWARDED_ALLOW_IPS.setting,
+    SERVER_HEADER.setting,
+    DATE_HEADER.setting,
     Setting::new(
         "backlog",
         Kind::Int { min: 1, max: None },
@@ -207,101 +146,16 @@ pub static SETTINGS: &[Setting] = &[
         "Bind the --metrics-port listener to this address.",
     )
     .cli("--metrics-address"),
-    Setting::new(
-        "limit_concurrency",
-        Kind::Int { min: 1, max: None },
-        Lit::None,
-        "Maximum number of connections plus application tasks; the excess gets 503.",
-    )
-    .cli("--limit-concurrency")
-    .null(Null::Word)
-    .expected("expected an integer of at least 1, or none")
-    .native(),
-    Setting::new(
-        "max_request_line",
-        Kind::Int { min: 64, max: None },
-        Lit::Int(8192),
-        "Longest request line (and target), in bytes; longer gets 414.",
-    )
-    .cli("--max-request-line")
-    .expected("expected an integer of at least 64")
-    .native(),
-    Setting::new(
-        "max_header_size",
-        Kind::Int {
-            min: 256,
-            max: None,
-        },
-        Lit::Int(64 * 1024),
-        "Largest request head, in bytes; larger gets 431.",
-    )
-    .cli("--max-header-size")
-    .expected("expected an integer of at least 256")
-    .native(),
-    Setting::new(
-        "max_header_count",
-        Kind::Int { min: 1, max: None },
-        Lit::Int(100),
-        "Most header fields in a request; more gets 431.",
-    )
-    .cli("--max-header-count")
-    .expected("expected an integer of at least 1")
-    .native(),
-    Setting::new(
-        "max_body_size",
-        Kind::Int { min: 0, max: None },
-        Lit::Int(16 * MIB),
-        "Largest request body, in bytes (none: unlimited); larger gets 413.",
-    )
-    .cli("--max-body-size")
-    .null(Null::Word)
-    .expected("expected an integer of at least 0, or none")
-    .native(),
-    Setting::new(
-        "max_chunk_extensions_size",
-        Kind::Int { min: 0, max: None },
-        Lit::Int(16 * 1024),
-        "Most bytes of chunk extensions in one chunked request body; more gets 400.",
-    )
-    .cli("--max-chunk-extensions-size")
-    .expected("expected an integer of at least 0")
-    .native(),
-    Setting::new(
-        "timeout_request_head",
-        Kind::Seconds { zero: false },
-        Lit::Float(10.0),
-        "Seconds a request head may take to arrive, from connect or the end of the previous \
-         response.",
-    )
-    .cli("--timeout-request-head")
-    .native(),
-    Setting::new(
-        "timeout_keep_alive",
-        Kind::Seconds { zero: false },
-        Lit::Float(5.0),
-        "Seconds an idle connection is kept open between requests.",
-    )
-    .cli("--timeout-keep-alive")
-    .native(),
-    Setting::new(
-        "min_body_rate",
-        Kind::Rate,
-        Lit::Float(240.0),
-        "Bytes per second a request body must average after body_rate_grace (0 or none: no \
-         minimum).",
-    )
-    .cli("--min-body-rate")
-    .null(Null::Word)
-    .expected("expected a number of bytes per second, 0 or more, or none")
-    .native(),
-    Setting::new(
-        "body_rate_grace",
-        Kind::Seconds { zero: true },
-        Lit::Float(5.0),
-        "Seconds of waiting for a request body before min_body_rate applies.",
-    )
-    .cli("--body-rate-grace")
-    .native(),
+    LIMIT_CONCURRENCY.setting,
+    MAX_REQUEST_LINE.setting,
+    MAX_HEADER_SIZE.setting,
+    MAX_HEADER_COUNT.setting,
+    MAX_BODY_SIZE.setting,
+    MAX_CHUNK_EXTENSIONS_SIZE.setting,
+    TIMEOUT_REQUEST_HEAD.setting,
+    TIMEOUT_KEEP_ALIVE.setting,
+    MIN_BODY_RATE.setting,
+    BODY_RATE_GRACE.setting,
     Setting::new(
         "timeout_graceful_shutdown",
         Kind::Seconds { zero: true },
@@ -325,20 +179,7 @@ pub static SETTINGS: &[Setting] = &[
     // uvicorn's other options, supported first, then those ferroloop does
     // not need (ignored) or does not have yet (refused unless given their
     // default, which asks for nothing ferroloop does not do).
-    Setting::new(
-        "headers",
-        Kind::Headers,
-        Lit::None,
-        "A response header sent on every response, the server's own error responses too \
-         (repeat for more). A 'server' or 'date' header replaces the default one.",
-    )
-    .cli("--header")
-    .null(Null::Unset)
-    .native()
-    .py_type(
-        "list[tuple[str, str]] | None",
-        "list[tuple[str, str]] | None",
-    ),
+    HEADERS.setting,
     Setting::new(
         "limit_max_requests",
         Kind::Int { min: 1, max: None },
@@ -383,16 +224,7 @@ pub static SETTINGS: &[Setting] = &[
     )
     .cli("--factory")
     .off("--no-factory"),
-    Setting::new(
-        "reset_contextvars",
-        Kind::Bool,
-        Lit::Bool(false),
-        "Run each request in a new, empty contextvars.Context (hides context set in the \
-         lifespan).",
-    )
-    .cli("--reset-contextvars")
-    .off("--no-reset-contextvars")
-    .native(),
+    RESET_CONTEXTVARS.setting,
     Setting::new(
         "app_dir",
         Kind::Text(Text::Any),
@@ -426,105 +258,15 @@ pub static SETTINGS: &[Setting] = &[
     .alias_of("max_header_size")
     .expected("expected an integer of at least 256"),
     // WebSocket: uvicorn's settings, then ferroloop's own bounds.
-    Setting::new(
-        "ws",
-        Kind::Choice {
-            values: WS_IMPLEMENTATIONS,
-            ignore_case: false,
-        },
-        Lit::Str("auto"),
-        "WebSocket protocol implementation: auto is ferroloop's native one, and websockets, \
-         websockets-sansio and wsproto are accepted as names for it; none serves no WebSocket \
-         (an upgrade request reaches the app as plain HTTP). A module:attr class is not \
-         supported.",
-    )
-    .cli("--ws")
-    .expected("expected one of: auto, none, websockets, websockets-sansio, wsproto")
-    .refuse_import(
-        "ferroloop serves WebSocket with its native implementation; a protocol class \
-         (module:attr) cannot replace it (use --ws auto)",
-    )
-    .native(),
-    Setting::new(
-        "ws_max_size",
-        Kind::Int { min: 1, max: None },
-        Lit::Int(16 * MIB),
-        "WebSocket max message size in bytes, after decompression; larger is closed with \
-         1009.",
-    )
-    .cli("--ws-max-size")
-    .expected("expected an integer of at least 1")
-    .native(),
-    Setting::new(
-        "ws_max_queue",
-        Kind::Int { min: 1, max: None },
-        Lit::Int(32),
-        "The maximum length of the WebSocket message queue: received messages the app has not \
-         taken yet before reading pauses.",
-    )
-    .cli("--ws-max-queue")
-    .expected("expected an integer of at least 1")
-    .native(),
-    Setting::new(
-        "ws_ping_interval",
-        Kind::Seconds { zero: false },
-        Lit::Float(20.0),
-        "WebSocket ping interval in seconds (none: no pings).",
-    )
-    .cli("--ws-ping-interval")
-    .null(Null::Word)
-    .expected("expected a positive number of seconds, or none")
-    .native(),
-    Setting::new(
-        "ws_ping_timeout",
-        Kind::Seconds { zero: false },
-        Lit::Float(20.0),
-        "WebSocket ping timeout in seconds: a ping unanswered this long closes the connection \
-         with 1011 (none: no limit).",
-    )
-    .cli("--ws-ping-timeout")
-    .null(Null::Word)
-    .expected("expected a positive number of seconds, or none")
-    .native(),
-    Setting::new(
-        "ws_per_message_deflate",
-        Kind::Bool,
-        Lit::Bool(true),
-        "WebSocket per-message-deflate compression: accept it when the client offers it.",
-    )
-    .cli("--ws-per-message-deflate")
-    .metavar("BOOLEAN")
-    .native(),
-    Setting::new(
-        "ws_max_frame_size",
-        Kind::Int { min: 1, max: None },
-        Lit::None,
-        "Largest WebSocket frame payload, in bytes, as sent (compressed); larger is closed \
-         with 1009 (default: the --ws-max-size value).",
-    )
-    .cli("--ws-max-frame-size")
-    .null(Null::Unset)
-    .expected("expected an integer of at least 1")
-    .native(),
-    Setting::new(
-        "ws_max_queue_bytes",
-        Kind::Int { min: 1, max: None },
-        Lit::Int(16 * MIB),
-        "Bytes of received WebSocket messages the app has not taken yet before reading pauses, \
-         however few they are (so --ws-max-queue large messages cannot pile up).",
-    )
-    .cli("--ws-max-queue-bytes")
-    .expected("expected an integer of at least 1")
-    .native(),
-    Setting::new(
-        "ws_close_timeout",
-        Kind::Seconds { zero: false },
-        Lit::Float(10.0),
-        "Seconds to wait for the client's close frame (and the end of the connection) after \
-         the server's, before the connection is dropped.",
-    )
-    .cli("--ws-close-timeout")
-    .native(),
+    WS.setting,
+    WS_MAX_SIZE.setting,
+    WS_MAX_QUEUE.setting,
+    WS_PING_INTERVAL.setting,
+    WS_PING_TIMEOUT.setting,
+    WS_PER_MESSAGE_DEFLATE.setting,
+    WS_MAX_FRAME_SIZE.setting,
+    WS_MAX_QUEUE_BYTES.setting,
+    WS_CLOSE_TIMEOUT.setting,
     Setting::new(
         "timeout_worker_healthcheck",
         Kind::Int { min: 1, max: None },
@@ -570,124 +312,17 @@ pub static SETTINGS: &[Setting] = &[
         "ferroloop's HTTP/1.1 implementation is built in (Rust)",
     )),
     // TLS: uvicorn's ssl_* settings (with its meanings), then ferroloop's.
-    Setting::new(
-        "ssl_keyfile",
-        Kind::Path,
-        Lit::None,
-        "TLS private key file (PEM: PKCS#8, PKCS#1 or SEC1; an ENCRYPTED PRIVATE KEY needs \
-         --ssl-keyfile-password). Needs --ssl-certfile.",
-    )
-    .cli("--ssl-keyfile")
-    .null(Null::Unset)
-    .expected("expected a path to a PEM key file")
-    .native(),
-    Setting::new(
-        "ssl_certfile",
-        Kind::Path,
-        Lit::None,
-        "TLS certificate chain file (PEM, leaf first): serve HTTPS and WSS. Needs \
-         --ssl-keyfile.",
-    )
-    .cli("--ssl-certfile")
-    .null(Null::Unset)
-    .expected("expected a path to a PEM certificate file")
-    .native(),
-    Setting::new(
-        "ssl_keyfile_password",
-        Kind::Text(Text::Any),
-        Lit::None,
-        "Password of an encrypted (PKCS#8) --ssl-keyfile.",
-    )
-    .cli("--ssl-keyfile-password")
-    .null(Null::Unset)
-    .native(),
-    Setting::new(
-        "ssl_version",
-        Kind::Int { min: 0, max: None },
-        Lit::Int(17),
-        "uvicorn's ssl.PROTOCOL_* number: 17 (TLS_SERVER) or 2 (TLS) negotiate from \
-         --ssl-min-version; 5 (TLSv1_2) is a minimum of TLS 1.2; older protocols are refused \
-         (rustls speaks TLS 1.2 and 1.3).",
-    )
-    .cli("--ssl-version")
-    .expected("expected an integer of at least 0")
-    .native(),
-    Setting::new(
-        "ssl_cert_reqs",
-        Kind::Int {
-            min: 0,
-            max: Some(2),
-        },
-        Lit::Int(0),
-        "Client certificates: 0 not asked for, 1 optional, 2 required (verified against \
-         --ssl-ca-certs).",
-    )
-    .cli("--ssl-cert-reqs")
-    .expected("expected an integer from 0 to 2")
-    .native(),
-    Setting::new(
-        "ssl_ca_certs",
-        Kind::Path,
-        Lit::None,
-        "CA certificates file (PEM) that client certificates are verified against.",
-    )
-    .cli("--ssl-ca-certs")
-    .null(Null::Unset)
-    .expected("expected a path to a PEM CA certificates file")
-    .native(),
-    Setting::new(
-        "ssl_ciphers",
-        Kind::Text(Text::Any),
-        Lit::Str("TLSv1"),
-        "Cipher suites, ':'-separated IANA or OpenSSL names of those rustls offers; OpenSSL \
-         class keywords (TLSv1, HIGH, DEFAULT) mean rustls' defaults.",
-    )
-    .cli("--ssl-ciphers")
-    .native(),
-    Setting::new(
-        "ssl_crl",
-        Kind::List(Item::Path),
-        Lit::None,
-        "Certificate revocation list (PEM or DER) for client certificates (repeat for more).",
-    )
-    .cli("--ssl-crl")
-    .null(Null::Unset)
-    .native()
-    .py_type("list[str | os.PathLike[str]] | None", "list[str]"),
-    Setting::new(
-        "ssl_min_version",
-        Kind::Choice {
-            values: TLS_VERSIONS,
-            ignore_case: false,
-        },
-        Lit::Str("1.2"),
-        "Lowest TLS version accepted.",
-    )
-    .cli("--ssl-min-version")
-    .expected("expected one of: 1.2, 1.3")
-    .native(),
-    Setting::new(
-        "ssl_handshake_timeout",
-        Kind::Seconds { zero: false },
-        Lit::Float(10.0),
-        "Seconds a TLS handshake may take.",
-    )
-    .cli("--ssl-handshake-timeout")
-    .native(),
-    Setting::new(
-        "ssl_sni",
-        Kind::List(Item::Sni),
-        Lit::None,
-        "A certificate for clients that ask for HOST by SNI (repeat for more hosts); others \
-         get --ssl-certfile. In Config a mapping {host: (certfile, keyfile)}.",
-    )
-    .cli("--ssl-sni")
-    .null(Null::Unset)
-    .native()
-    .py_type(
-        "Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]] | list[str] | None",
-        "dict[str, tuple[str, str]]",
-    ),
+    SSL_KEYFILE.setting,
+    SSL_CERTFILE.setting,
+    SSL_KEYFILE_PASSWORD.setting,
+    SSL_VERSION.setting,
+    SSL_CERT_REQS.setting,
+    SSL_CA_CERTS.setting,
+    SSL_CIPHERS.setting,
+    SSL_CRL.setting,
+    SSL_MIN_VERSION.setting,
+    SSL_HANDSHAKE_TIMEOUT.setting,
+    SSL_SNI.setting,
     Setting::new("http2", Kind::Bool, Lit::Bool(false), "Enable HTTP/2.")
         .cli("--http2")
         .status(Status::Unsupported(
@@ -819,3 +454,495 @@ pub const BACKENDS: &[&str] = &["auto", "io_uring", "epoll"];
 
 /// The `--ssl-min-version` values.
 pub const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];
+
+// The settings the native server reads (`Native`: typed by the value it
+// reads), in the table order above.
+
+pub const ROOT_PATH: Native<String> = Native::new(
+    Setting::new(
+        "root_path",
+        Kind::Text(Text::RootPath),
+        Lit::Str(""),
+        "Set the ASGI 'root_path' for applications submounted below a given URL path: empty, or \
+         starting with '/' and not ending with '/'.",
+    )
+    .cli("--root-path"),
+);
+
+pub const ACCESS_LOG: Native<bool> = Native::new(
+    Setting::new(
+        "access_log",
+        Kind::Bool,
+        Lit::Bool(true),
+        "Enable/Disable access log.",
+    )
+    .cli("--access-log")
+    .off("--no-access-log"),
+);
+
+pub const ACCESS_LOG_FORMAT: Native<String> = Native::new(
+    Setting::new(
+        "access_log_format",
+        Kind::Text(Text::AccessLogFormat),
+        Lit::Str(DEFAULT_ACCESS_LOG_FORMAT),
+        "Access log line format: text with %(field)s placeholders (client_addr, method, path, \
+         query, full_path, http_version, request_line, status_code, status_phrase, duration_ms, \
+         user_agent, referer); %% for '%'. Default: %(client_addr)s - \"%(request_line)s\" \
+         %(status_code)s %(status_phrase)s",
+    )
+    .cli("--access-log-format"),
+);
+
+pub const PROXY_HEADERS: Native<bool> = Native::new(
+    Setting::new(
+        "proxy_headers",
+        Kind::Bool,
+        Lit::Bool(true),
+        "Take the client address and scheme from X-Forwarded-For, X-Forwarded-Proto and \
+         Forwarded headers sent by forwarded_allow_ips.",
+    )
+    .cli("--proxy-headers")
+    .off("--no-proxy-headers"),
+);
+
+pub const FORWARDED_ALLOW_IPS: Native<Option<String>> = Native::new(
+    Setting::new(
+        "forwarded_allow_ips",
+        Kind::Text(Text::Any),
+        Lit::Str("127.0.0.1"),
+        "Comma-separated addresses or networks (or '*') trusted to send proxy headers. Not \
+         given (None in Config): $FORWARDED_ALLOW_IPS if set.",
+    )
+    .cli("--forwarded-allow-ips")
+    .env_alias("FORWARDED_ALLOW_IPS")
+    .null(Null::Unset)
+    .py_type("str | list[str] | None", "str"),
+);
+
+pub const SERVER_HEADER: Native<BoolOrText> = Native::new(
+    Setting::new(
+        "server_header",
+        Kind::BoolOrText,
+        Lit::Bool(true),
+        "Send a Server header: True for 'ferroloop', False for none, or this string. On the \
+         command line, --header server:VALUE sends another one.",
+    )
+    .cli("--server-header")
+    .off("--no-server-header"),
+);
+
+pub const DATE_HEADER: Native<bool> = Native::new(
+    Setting::new(
+        "date_header",
+        Kind::Bool,
+        Lit::Bool(true),
+        "Send a Date header.",
+    )
+    .cli("--date-header")
+    .off("--no-date-header"),
+);
+
+pub const LIMIT_CONCURRENCY: Native<Option<usize>> = Native::new(
+    Setting::new(
+        "limit_concurrency",
+        Kind::Int { min: 1, max: None },
+        Lit::None,
+        "Maximum number of connections plus application tasks; the excess gets 503.",
+    )
+    .cli("--limit-concurrency")
+    .null(Null::Word)
+    .expected("expected an integer of at least 1, or none"),
+);
+
+pub const MAX_REQUEST_LINE: Native<usize> = Native::new(
+    Setting::new(
+        "max_request_line",
+        Kind::Int { min: 64, max: None },
+        Lit::Int(8192),
+        "Longest request line (and target), in bytes; longer gets 414.",
+    )
+    .cli("--max-request-line")
+    .expected("expected an integer of at least 64"),
+);
+
+pub const MAX_HEADER_SIZE: Native<usize> = Native::new(
+    Setting::new(
+        "max_header_size",
+        Kind::Int {
+            min: 256,
+            max: None,
+        },
+        Lit::Int(64 * 1024),
+        "Largest request head, in bytes; larger gets 431.",
+    )
+    .cli("--max-header-size")
+    .expected("expected an integer of at least 256"),
+);
+
+pub const MAX_HEADER_COUNT: Native<usize> = Native::new(
+    Setting::new(
+        "max_header_count",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(100),
+        "Most header fields in a request; more gets 431.",
+    )
+    .cli("--max-header-count")
+    .expected("expected an integer of at least 1"),
+);
+
+pub const MAX_BODY_SIZE: Native<Option<u64>> = Native::new(
+    Setting::new(
+        "max_body_size",
+        Kind::Int { min: 0, max: None },
+        Lit::Int(16 * MIB),
+        "Largest request body, in bytes (none: unlimited); larger gets 413.",
+    )
+    .cli("--max-body-size")
+    .null(Null::Word)
+    .expected("expected an integer of at least 0, or none"),
+);
+
+pub const MAX_CHUNK_EXTENSIONS_SIZE: Native<usize> = Native::new(
+    Setting::new(
+        "max_chunk_extensions_size",
+        Kind::Int { min: 0, max: None },
+        Lit::Int(16 * 1024),
+        "Most bytes of chunk extensions in one chunked request body; more gets 400.",
+    )
+    .cli("--max-chunk-extensions-size")
+    .expected("expected an integer of at least 0"),
+);
+
+pub const TIMEOUT_REQUEST_HEAD: Native<f64> = Native::new(
+    Setting::new(
+        "timeout_request_head",
+        Kind::Seconds { zero: false },
+        Lit::Float(10.0),
+        "Seconds a request head may take to arrive, from connect or the end of the previous \
+         response.",
+    )
+    .cli("--timeout-request-head"),
+);
+
+pub const TIMEOUT_KEEP_ALIVE: Native<f64> = Native::new(
+    Setting::new(
+        "timeout_keep_alive",
+        Kind::Seconds { zero: false },
+        Lit::Float(5.0),
+        "Seconds an idle connection is kept open between requests.",
+    )
+    .cli("--timeout-keep-alive"),
+);
+
+pub const MIN_BODY_RATE: Native<Option<f64>> = Native::new(
+    Setting::new(
+        "min_body_rate",
+        Kind::Rate,
+        Lit::Float(240.0),
+        "Bytes per second a request body must average after body_rate_grace (0 or none: no \
+         minimum).",
+    )
+    .cli("--min-body-rate")
+    .null(Null::Word)
+    .expected("expected a number of bytes per second, 0 or more, or none"),
+);
+
+pub const BODY_RATE_GRACE: Native<f64> = Native::new(
+    Setting::new(
+        "body_rate_grace",
+        Kind::Seconds { zero: true },
+        Lit::Float(5.0),
+        "Seconds of waiting for a request body before min_body_rate applies.",
+    )
+    .cli("--body-rate-grace"),
+);
+
+// uvicorn's other options, supported first, then those ferroloop does
+// not need (ignored) or does not have yet (refused unless given their
+// default, which asks for nothing ferroloop does not do).
+pub const HEADERS: Native<Vec<(String, String)>> = Native::new(
+    Setting::new(
+        "headers",
+        Kind::Headers,
+        Lit::None,
+        "A response header sent on every response, the server's own error responses too \
+         (repeat for more). A 'server' or 'date' header replaces the default one.",
+    )
+    .cli("--header")
+    .null(Null::Unset)
+    .py_type(
+        "list[tuple[str, str]] | None",
+        "list[tuple[str, str]] | None",
+    ),
+);
+
+pub const RESET_CONTEXTVARS: Native<bool> = Native::new(
+    Setting::new(
+        "reset_contextvars",
+        Kind::Bool,
+        Lit::Bool(false),
+        "Run each request in a new, empty contextvars.Context (hides context set in the \
+         lifespan).",
+    )
+    .cli("--reset-contextvars")
+    .off("--no-reset-contextvars"),
+);
+
+// WebSocket: uvicorn's settings, then ferroloop's own bounds.
+pub const WS: Native<String> = Native::new(
+    Setting::new(
+        "ws",
+        Kind::Choice {
+            values: WS_IMPLEMENTATIONS,
+            ignore_case: false,
+        },
+        Lit::Str("auto"),
+        "WebSocket protocol implementation: auto is ferroloop's native one, and websockets, \
+         websockets-sansio and wsproto are accepted as names for it; none serves no WebSocket \
+         (an upgrade request reaches the app as plain HTTP). A module:attr class is not \
+         supported.",
+    )
+    .cli("--ws")
+    .expected("expected one of: auto, none, websockets, websockets-sansio, wsproto")
+    .refuse_import(
+        "ferroloop serves WebSocket with its native implementation; a protocol class \
+         (module:attr) cannot replace it (use --ws auto)",
+    ),
+);
+
+pub const WS_MAX_SIZE: Native<usize> = Native::new(
+    Setting::new(
+        "ws_max_size",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(16 * MIB),
+        "WebSocket max message size in bytes, after decompression; larger is closed with \
+         1009.",
+    )
+    .cli("--ws-max-size")
+    .expected("expected an integer of at least 1"),
+);
+
+pub const WS_MAX_QUEUE: Native<usize> = Native::new(
+    Setting::new(
+        "ws_max_queue",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(32),
+        "The maximum length of the WebSocket message queue: received messages the app has not \
+         taken yet before reading pauses.",
+    )
+    .cli("--ws-max-queue")
+    .expected("expected an integer of at least 1"),
+);
+
+pub const WS_PING_INTERVAL: Native<Option<f64>> = Native::new(
+    Setting::new(
+        "ws_ping_interval",
+        Kind::Seconds { zero: false },
+        Lit::Float(20.0),
+        "WebSocket ping interval in seconds (none: no pings).",
+    )
+    .cli("--ws-ping-interval")
+    .null(Null::Word)
+    .expected("expected a positive number of seconds, or none"),
+);
+
+pub const WS_PING_TIMEOUT: Native<Option<f64>> = Native::new(
+    Setting::new(
+        "ws_ping_timeout",
+        Kind::Seconds { zero: false },
+        Lit::Float(20.0),
+        "WebSocket ping timeout in seconds: a ping unanswered this long closes the connection \
+         with 1011 (none: no limit).",
+    )
+    .cli("--ws-ping-timeout")
+    .null(Null::Word)
+    .expected("expected a positive number of seconds, or none"),
+);
+
+pub const WS_PER_MESSAGE_DEFLATE: Native<bool> = Native::new(
+    Setting::new(
+        "ws_per_message_deflate",
+        Kind::Bool,
+        Lit::Bool(true),
+        "WebSocket per-message-deflate compression: accept it when the client offers it.",
+    )
+    .cli("--ws-per-message-deflate")
+    .metavar("BOOLEAN"),
+);
+
+pub const WS_MAX_FRAME_SIZE: Native<Option<usize>> = Native::new(
+    Setting::new(
+        "ws_max_frame_size",
+        Kind::Int { min: 1, max: None },
+        Lit::None,
+        "Largest WebSocket frame payload, in bytes, as sent (compressed); larger is closed \
+         with 1009 (default: the --ws-max-size value).",
+    )
+    .cli("--ws-max-frame-size")
+    .null(Null::Unset)
+    .expected("expected an integer of at least 1"),
+);
+
+pub const WS_MAX_QUEUE_BYTES: Native<usize> = Native::new(
+    Setting::new(
+        "ws_max_queue_bytes",
+        Kind::Int { min: 1, max: None },
+        Lit::Int(16 * MIB),
+        "Bytes of received WebSocket messages the app has not taken yet before reading pauses, \
+         however few they are (so --ws-max-queue large messages cannot pile up).",
+    )
+    .cli("--ws-max-queue-bytes")
+    .expected("expected an integer of at least 1"),
+);
+
+pub const WS_CLOSE_TIMEOUT: Native<f64> = Native::new(
+    Setting::new(
+        "ws_close_timeout",
+        Kind::Seconds { zero: false },
+        Lit::Float(10.0),
+        "Seconds to wait for the client's close frame (and the end of the connection) after \
+         the server's, before the connection is dropped.",
+    )
+    .cli("--ws-close-timeout"),
+);
+
+// TLS: uvicorn's ssl_* settings (with its meanings), then ferroloop's.
+pub const SSL_KEYFILE: Native<Option<PathBuf>> = Native::new(
+    Setting::new(
+        "ssl_keyfile",
+        Kind::Path,
+        Lit::None,
+        "TLS private key file (PEM: PKCS#8, PKCS#1 or SEC1; an ENCRYPTED PRIVATE KEY needs \
+         --ssl-keyfile-password). Needs --ssl-certfile.",
+    )
+    .cli("--ssl-keyfile")
+    .null(Null::Unset)
+    .expected("expected a path to a PEM key file"),
+);
+
+pub const SSL_CERTFILE: Native<Option<PathBuf>> = Native::new(
+    Setting::new(
+        "ssl_certfile",
+        Kind::Path,
+        Lit::None,
+        "TLS certificate chain file (PEM, leaf first): serve HTTPS and WSS. Needs \
+         --ssl-keyfile.",
+    )
+    .cli("--ssl-certfile")
+    .null(Null::Unset)
+    .expected("expected a path to a PEM certificate file"),
+);
+
+pub const SSL_KEYFILE_PASSWORD: Native<Option<String>> = Native::new(
+    Setting::new(
+        "ssl_keyfile_password",
+        Kind::Text(Text::Any),
+        Lit::None,
+        "Password of an encrypted (PKCS#8) --ssl-keyfile.",
+    )
+    .cli("--ssl-keyfile-password")
+    .null(Null::Unset),
+);
+
+pub const SSL_VERSION: Native<i64> = Native::new(
+    Setting::new(
+        "ssl_version",
+        Kind::Int { min: 0, max: None },
+        Lit::Int(17),
+        "uvicorn's ssl.PROTOCOL_* number: 17 (TLS_SERVER) or 2 (TLS) negotiate from \
+         --ssl-min-version; 5 (TLSv1_2) is a minimum of TLS 1.2; older protocols are refused \
+         (rustls speaks TLS 1.2 and 1.3).",
+    )
+    .cli("--ssl-version")
+    .expected("expected an integer of at least 0"),
+);
+
+pub const SSL_CERT_REQS: Native<i64> = Native::new(
+    Setting::new(
+        "ssl_cert_reqs",
+        Kind::Int {
+            min: 0,
+            max: Some(2),
+        },
+        Lit::Int(0),
+        "Client certificates: 0 not asked for, 1 optional, 2 required (verified against \
+         --ssl-ca-certs).",
+    )
+    .cli("--ssl-cert-reqs")
+    .expected("expected an integer from 0 to 2"),
+);
+
+pub const SSL_CA_CERTS: Native<Option<PathBuf>> = Native::new(
+    Setting::new(
+        "ssl_ca_certs",
+        Kind::Path,
+        Lit::None,
+        "CA certificates file (PEM) that client certificates are verified against.",
+    )
+    .cli("--ssl-ca-certs")
+    .null(Null::Unset)
+    .expected("expected a path to a PEM CA certificates file"),
+);
+
+pub const SSL_CIPHERS: Native<String> = Native::new(
+    Setting::new(
+        "ssl_ciphers",
+        Kind::Text(Text::Any),
+        Lit::Str("TLSv1"),
+        "Cipher suites, ':'-separated IANA or OpenSSL names of those rustls offers; OpenSSL \
+         class keywords (TLSv1, HIGH, DEFAULT) mean rustls' defaults.",
+    )
+    .cli("--ssl-ciphers"),
+);
+
+pub const SSL_CRL: Native<Vec<PathBuf>> = Native::new(
+    Setting::new(
+        "ssl_crl",
+        Kind::List(Item::Path),
+        Lit::None,
+        "Certificate revocation list (PEM or DER) for client certificates (repeat for more).",
+    )
+    .cli("--ssl-crl")
+    .null(Null::Unset)
+    .py_type("list[str | os.PathLike[str]] | None", "list[str]"),
+);
+
+pub const SSL_MIN_VERSION: Native<String> = Native::new(
+    Setting::new(
+        "ssl_min_version",
+        Kind::Choice {
+            values: TLS_VERSIONS,
+            ignore_case: false,
+        },
+        Lit::Str("1.2"),
+        "Lowest TLS version accepted.",
+    )
+    .cli("--ssl-min-version")
+    .expected("expected one of: 1.2, 1.3"),
+);
+
+pub const SSL_HANDSHAKE_TIMEOUT: Native<f64> = Native::new(
+    Setting::new(
+        "ssl_handshake_timeout",
+        Kind::Seconds { zero: false },
+        Lit::Float(10.0),
+        "Seconds a TLS handshake may take.",
+    )
+    .cli("--ssl-handshake-timeout"),
+);
+
+pub const SSL_SNI: Native<Vec<String>> = Native::new(
+    Setting::new(
+        "ssl_sni",
+        Kind::List(Item::Sni),
+        Lit::None,
+        "A certificate for clients that ask for HOST by SNI (repeat for more hosts); others \
+         get --ssl-certfile. In Config a mapping {host: (certfile, keyfile)}.",
+    )
+    .cli("--ssl-sni")
+    .null(Null::Unset)
+    .py_type(
+        "Mapping[str, tuple[str | os.PathLike[str], str | os.PathLike[str]]] | list[str] | None",
+        "dict[str, tuple[str, str]]",
+    ),
+);

@@ -98,10 +98,10 @@ fuzz_target!(|data: &[u8]| {
                 let _ = c.on_timer(now);
             }
             8 => {
-                c.output_flushed(now);
+                c.close();
             }
             9 => {
-                let _ = c.drain(op & 0x10 != 0, now, op & 0x20 != 0);
+                let _ = c.drain(op & 0x10 != 0, op & 0x20 != 0);
             }
             10 => {
                 if op & 0x10 != 0 {
@@ -123,10 +123,10 @@ fuzz_target!(|data: &[u8]| {
                     c.take_delivery();
                 }
                 Step::Fail(status) => {
-                    c.fail(status, &mut out, None, None, now);
+                    c.fail(status, &mut out, None, None);
                 }
                 Step::Close => {
-                    c.close(now);
+                    c.close();
                 }
             }
         }

@@ -28,13 +28,6 @@ pub struct ConnectionConfig {
     pub discard_limit: u64,
     /// Pipelined bytes held while a request is in flight.
     pub pipeline_buffer: usize,
-    /// How long a closing connection may take to write what it buffered
-    /// (an error response to a client that stopped reading).
-    pub closing_drain: f64,
-    /// How long a closing connection keeps reading (and dropping) input
-    /// after its half-close, so an error response is not destroyed by an
-    /// RST for unread input.
-    pub linger: f64,
     /// Added to every response, the connection's own error answers too.
     pub default_headers: DefaultHeaders,
 }
@@ -50,8 +43,6 @@ impl Default for ConnectionConfig {
             body_buffer: 256 * 1024,
             discard_limit: 64 * 1024,
             pipeline_buffer: 64 * 1024,
-            closing_drain: 10.0,
-            linger: 2.0,
             default_headers: DefaultHeaders::default(),
         }
     }

@@ -5,26 +5,26 @@
 //!  app reads   ─► read_body(id)          ─► BodyRead (and maybe `100 Continue` to write)
 //!  app writes  ─► send(id, ResponsePart) ─► bytes appended to the caller's output
 //!  the clock   ─► on_timer(now)          ─► TimerAction (408, or drop the connection)
-//!  output gone ─► output_flushed(now)    ─► true: half-close the socket now
 //! ```
 //!
 //! It holds request framing and the queue of pipelined input (one request
 //! is served at a time, so responses stay in order), keep-alive for 1.0 and
 //! 1.1, `100 Continue`, the discard-or-close policy for body the app left
-//! unread, graceful close with linger, and every deadline. It performs no
-//! I/O and reads no clock: the caller moves bytes, registers interest as
+//! unread, and every HTTP deadline. It performs no I/O and reads no clock:
+//! the caller moves bytes, registers interest as
 //! [`ServerConnection::wants_read`] says, and passes `now`.
 //!
 //! # How a connection ends
 //! - **fail** ([`ServerConnection::fail`]): answer an error status, then
 //!   close gracefully; too late once the response started, so it loses.
 //! - **close** ([`ServerConnection::close`]), graceful: take no more
-//!   requests, let the output drain (bounded by `closing_drain`),
-//!   half-close, linger reading for `linger`, then lose.
+//!   requests ([`Phase::Closing`]). What follows is the caller's, the same
+//!   for every protocol (ferroloop's connection driver, loop-server): let
+//!   the output drain, half-close, linger reading, then lose.
 //! - **drain** ([`ServerConnection::drain`]): server shutdown; idle
 //!   connections close now, busy ones after their response.
 //! - **lose** ([`ServerConnection::lose`]): the connection is gone (EOF,
-//!   reset, a deadline, the end of linger); the exchange is over for the
+//!   reset, a deadline, the end of a close); the exchange is over for the
 //!   app. The caller closes the socket.
 //! - **abort**: the caller's lose with an RST (shutdown past its grace).
 //! - **upgrade**: a `101` answer to a request that asked for an upgrade
@@ -53,8 +53,8 @@ pub enum Phase {
     /// The response is complete but the app left body unread: skipping up
     /// to `discard_limit` of it before the next request.
     Discard,
-    /// Output draining, then half-closed and dropping input until linger
-    /// ends.
+    /// No more requests: input is dropped; the caller writes what is
+    /// buffered and ends the connection.
     Closing,
     /// A `101 Switching Protocols` response completed: the stream and the
     /// bytes after the request ([`ServerConnection::take_unparsed`]) belong
@@ -71,10 +71,6 @@ enum Deadline {
     Head,
     /// Nothing received on an idle kept connection.
     KeepAlive,
-    /// A closing connection's output did not drain in time.
-    Closing,
-    /// A half-closed connection stops lingering.
-    Linger,
 }
 
 /// What [`ServerConnection::poll`] found to do.
@@ -104,10 +100,6 @@ pub enum Expired {
     KeepAlive,
     /// The request body arrived slower than `min_body_rate`.
     BodyRate,
-    /// A closing connection's output did not drain within `closing_drain`.
-    Drain,
-    /// A half-closed connection's linger ended (the normal end of a close).
-    Linger,
 }
 
 impl Expired {
@@ -117,8 +109,6 @@ impl Expired {
             Expired::Head => "request head timeout",
             Expired::KeepAlive => "keep-alive timeout",
             Expired::BodyRate => "request body too slow",
-            Expired::Drain => "output drain timeout",
-            Expired::Linger => "closed after linger",
         }
     }
 }
@@ -143,10 +133,6 @@ pub enum FailOutcome {
     /// The app's response had started: too late for an error response, so
     /// the client sees it cut short. Lose the connection.
     Lose,
-    /// The input calls for no response ([`ParseError::answered`]: the
-    /// HTTP/2 preface, whose client cannot read HTTP/1.1): nothing was
-    /// written; the connection is closing.
-    Refused,
 }
 
 /// What [`ServerConnection::drain`] asks the caller to do.
@@ -552,7 +538,7 @@ impl ServerConnection {
             keep_alive && !self.draining && !self.peer_eof && !unread_expect && !too_much_left;
         self.head_clock = now;
         if !keep {
-            self.enter_closing(now);
+            self.enter_closing();
         } else {
             if body_left {
                 self.phase = Phase::Discard;
@@ -588,14 +574,9 @@ impl ServerConnection {
         out: &mut Vec<u8>,
         date: Option<&[u8]>,
         server: Option<&[u8]>,
-        now: f64,
     ) -> FailOutcome {
         if matches!(self.phase, Phase::Closed | Phase::Closing | Phase::Upgraded) {
             return FailOutcome::Ignored;
-        }
-        if self.error.as_ref().is_some_and(|e| !e.answered()) {
-            self.enter_closing(now);
-            return FailOutcome::Refused;
         }
         let active = self.phase == Phase::Active;
         if active
@@ -610,35 +591,23 @@ impl ServerConnection {
         if let Some(ex) = self.exchange.as_mut().filter(|_| active) {
             ex.answered_by_server(status);
         }
-        self.enter_closing(now);
+        self.enter_closing();
         FailOutcome::Answered
     }
 
     /// Graceful close: no more requests; what the caller buffered still
     /// goes out. False when already closing or closed.
-    pub fn close(&mut self, now: f64) -> bool {
+    pub fn close(&mut self) -> bool {
         if matches!(self.phase, Phase::Closed | Phase::Closing | Phase::Upgraded) {
             return false;
         }
-        self.enter_closing(now);
+        self.enter_closing();
         true
     }
 
-    fn enter_closing(&mut self, now: f64) {
+    fn enter_closing(&mut self) {
         self.phase = Phase::Closing;
-        self.deadline_kind = Deadline::Closing;
-        self.deadline = now + self.config.closing_drain;
-    }
-
-    /// The caller's output buffer is empty. True when a closing connection
-    /// should half-close (shut down writing) now: it then lingers.
-    pub fn output_flushed(&mut self, now: f64) -> bool {
-        if self.phase != Phase::Closing || self.deadline_kind == Deadline::Linger {
-            return false;
-        }
-        self.deadline_kind = Deadline::Linger;
-        self.deadline = now + self.config.linger;
-        true
+        self.deadline_kind = Deadline::None;
     }
 
     /// The connection is gone; the exchange is over for the app. False
@@ -664,7 +633,7 @@ impl ServerConnection {
     /// client that may be sending its next request: that request is
     /// answered, with `connection: close`, or the keep-alive timeout ends
     /// the connection as usual.
-    pub fn drain(&mut self, output_buffered: bool, now: f64, keep_idle: bool) -> DrainAction {
+    pub fn drain(&mut self, output_buffered: bool, keep_idle: bool) -> DrainAction {
         self.draining = true;
         let idle = matches!(self.phase, Phase::Idle | Phase::Discard | Phase::Closing);
         if !idle {
@@ -675,7 +644,7 @@ impl ServerConnection {
         } else if keep_idle && self.phase == Phase::Idle {
             DrainAction::AfterResponse
         } else if output_buffered {
-            self.close(now);
+            self.close();
             DrainAction::Flush
         } else {
             DrainAction::Lose
@@ -720,8 +689,7 @@ impl ServerConnection {
             }
             Deadline::Head => TimerAction::Lose(Expired::Head),
             Deadline::KeepAlive => TimerAction::Lose(Expired::KeepAlive),
-            Deadline::Closing => TimerAction::Lose(Expired::Drain),
-            Deadline::Linger | Deadline::None => TimerAction::Lose(Expired::Linger),
+            Deadline::None => TimerAction::Nothing,
         }
     }
 }

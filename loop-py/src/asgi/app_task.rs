@@ -12,7 +12,7 @@
 //! `asyncio.timeout` rely on these). It is not an `asyncio.Task` instance
 //! and not in `asyncio.all_tasks()` (docs/loop.md: differences from asyncio).
 
-use super::kind::TaskOwner;
+use super::owner::TaskOwner;
 use crate::event_loop::Loop;
 use crate::pyapi;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PySystemExit};
@@ -670,7 +670,7 @@ pub(super) fn register_self_resuming(ty: &Bound<'_, PyType>) {
     let _ = SELF_RESUMING.set(ty.py(), ty.clone().unbind());
 }
 
-fn is_self_resuming(obj: &Bound<'_, PyAny>) -> bool {
+pub(super) fn is_self_resuming(obj: &Bound<'_, PyAny>) -> bool {
     SELF_RESUMING
         .get(obj.py())
         .is_some_and(|ty| obj.get_type().is(ty.bind(obj.py())))

@@ -1,40 +1,38 @@
-//! The native ASGI HTTP/1.1 server: a connection is a Rust state machine
-//! (socket → `loop-http` codec → ASGI exchange) and Python sees only
-//! `app(scope, receive, send)`.
+//! The ASGI bridge: what of the server needs Python. Every connection —
+//! accepting, TLS, HTTP/1.1 and WebSocket, timeouts, the end-of-tick
+//! flush, drain and how a connection ends — is `loop_server`'s driver,
+//! pure Rust; this module is its host in the loop (readiness through the
+//! loop's `IoPort`s, its reactor updates as the loop's registrations) and
+//! turns its events into the ASGI app's world: the scope, the `receive`
+//! and `send` callables and their messages, the app's `AppTask`, lifespan
+//! state, logging and the metrics' dicts.
 //!
 //! The modules, lowest first; each imports only modules listed before it
 //! (`tests/test_module_layers.py` checks it):
-//! - [`kind`]: what the server and an app task need of any connection kind.
-//! - [`proxy`], [`settings`], [`scope`], [`messages`], [`logs`]: trusted
-//!   proxy headers, configuration, the scope and messages as Python
+//! - [`owner`]: what an app's task needs of the exchange it runs.
+//! - [`settings`], [`scope`], [`messages`], [`logs`], [`stats`]: a
+//!   `Config` as the server's settings, the scope and messages as Python
 //!   objects, decoding the app's `send()` messages, the loggers and their
-//!   cached levels.
-//! - [`counters`]: what `Server.stats()` and `Server.tls_stats()` report,
-//!   one set per server, shared by its connections.
-//! - [`tls`]: a TLS session as a connection's byte-stream layer and what a
-//!   connection knows of it.
-//! - [`shared`]: what a server's connections share, with the registry of
-//!   live connections and the end-of-tick flush.
+//!   levels, the stats as dicts.
 //! - [`app_task`]: the task that steps the app's coroutine.
-//! - [`ws`]: the WebSocket connection kind, an ASGI `websocket` session
-//!   (around `loop_ws::Connection`), reaching HTTP before its `101` only
-//!   through a trait.
-//! - [`http`]: the HTTP/1.1 connection kind, glue around
-//!   `loop_http::ServerConnection`.
-//! - [`server`]: listeners, accepting, the timeout sweep, drain and shutdown.
+//! - [`bridge`]: the server object, its driver and the Python state the
+//!   driver keeps, the loop's side of the driver (registrations, the
+//!   end-of-tick hook), logging.
+//! - [`http`]: an HTTP exchange as the app sees it.
+//! - [`ws`]: a WebSocket session as the app sees it.
+//! - [`server`]: the server's Python API and the driver's events handed to
+//!   the app.
 
 mod app_task;
-mod counters;
+mod bridge;
 mod http;
-mod kind;
 mod logs;
 mod messages;
-mod proxy;
+mod owner;
 mod scope;
 mod server;
 pub(crate) mod settings;
-mod shared;
-mod tls;
+mod stats;
 mod ws;
 
 use pyo3::prelude::*;
@@ -47,12 +45,10 @@ pyo3::create_exception!(
 );
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<server::HttpServer>()?;
-    m.add_class::<http::HttpConnection>()?;
+    m.add_class::<bridge::HttpServer>()?;
     m.add_class::<http::Receive>()?;
     m.add_class::<http::Send>()?;
     m.add_class::<app_task::AppTask>()?;
-    m.add_class::<ws::WsSession>()?;
     m.add_class::<ws::WsReceive>()?;
     m.add_class::<ws::WsSend>()?;
     m.add(
@@ -79,7 +75,7 @@ fn _check_access_log_format(format: &str) -> PyResult<()> {
 /// Validate a `forwarded_allow_ips` list the way the server will read it.
 #[pyfunction]
 fn _check_forwarded_allow_ips(spec: &str) -> PyResult<()> {
-    proxy::Trust::parse(spec)
+    loop_server::proxy::Trust::parse(spec)
         .map(drop)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("forwarded_allow_ips: {e}")))
 }
@@ -88,5 +84,7 @@ fn _check_forwarded_allow_ips(spec: &str) -> PyResult<()> {
 /// them: a `ValueError` naming the problem.
 #[pyfunction]
 fn _check_headers(pairs: Vec<(String, String)>) -> PyResult<()> {
-    settings::default_headers(&pairs).map(drop)
+    loop_server::default_headers(&pairs)
+        .map(drop)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("headers: {e}")))
 }

@@ -49,15 +49,17 @@ impl Readiness {
 }
 
 /// The owner's code for its fd's readiness. `target` is the owner object
-/// the port was registered with. Errors other than `KeyboardInterrupt` and
-/// `SystemExit` are the owner's to report; one that escapes is reported by
-/// the loop as an exception in a callback.
-pub(crate) type Dispatch = fn(&Bound<'_, PyAny>, Readiness) -> PyResult<()>;
+/// the port was registered with, and the `usize` the token it gave (one
+/// owner may hold many fds: the server's connections). Errors other than
+/// `KeyboardInterrupt` and `SystemExit` are the owner's to report; one
+/// that escapes is reported by the loop as an exception in a callback.
+pub(crate) type Dispatch = fn(&Bound<'_, PyAny>, usize, Readiness) -> PyResult<()>;
 
 /// One native registration: the owner, its code, its context.
 #[pyclass(frozen, module = "ferroloop._native")]
 pub(crate) struct IoPort {
     target: Py<PyAny>,
+    token: usize,
     dispatch: Dispatch,
     context: Py<PyAny>,
     /// Reported and not yet run.
@@ -84,7 +86,9 @@ impl IoPort {
             return Ok(());
         }
         let target = me.target.bind(py);
-        let outcome = pyapi::with_context(me.context.bind(py), || (me.dispatch)(target, ready));
+        let outcome = pyapi::with_context(me.context.bind(py), || {
+            (me.dispatch)(target, me.token, ready)
+        });
         match outcome {
             Ok(()) => Ok(()),
             Err(err)
@@ -136,14 +140,15 @@ impl IoPort {
 }
 
 impl Loop {
-    /// Register `fd` for a native owner: `dispatch(target, readiness)` runs
-    /// when it is ready for `interest` (replacing an earlier native
-    /// registration of the fd; fd callbacks of `add_reader`/`add_writer`
-    /// stay).
+    /// Register `fd` for a native owner: `dispatch(target, token,
+    /// readiness)` runs when it is ready for `interest` (replacing an
+    /// earlier native registration of the fd; fd callbacks of
+    /// `add_reader`/`add_writer` stay).
     pub(crate) fn io_register(
         slf: &Bound<'_, Self>,
         fd: RawFd,
         target: &Bound<'_, PyAny>,
+        token: usize,
         dispatch: Dispatch,
         interest: Interest,
     ) -> PyResult<()> {
@@ -154,6 +159,7 @@ impl Loop {
             py,
             IoPort {
                 target: target.clone().unbind(),
+                token,
                 dispatch,
                 context: pyapi::copy_current_context(py)?.unbind(),
                 pending: AtomicU8::new(0),

@@ -74,7 +74,7 @@ impl DatagramTransport {
             .map(|p| p.into_bound(py))
     }
 
-    fn dispatch(target: &Bound<'_, PyAny>, ready: Readiness) -> PyResult<()> {
+    fn dispatch(target: &Bound<'_, PyAny>, _token: usize, ready: Readiness) -> PyResult<()> {
         // SAFETY: ports of this dispatch are registered with a
         // `DatagramTransport` as target (`new`'s `Watch`).
         let slf = unsafe { target.cast_unchecked::<DatagramTransport>() };

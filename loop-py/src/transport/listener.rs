@@ -7,7 +7,8 @@
 //! asyncio API's long tail, in Python), in the context the server was
 //! started in. Running out of fds or memory reports
 //! `socket.accept() out of system resource` to the exception handler and
-//! stops accepting for [`ACCEPT_RETRY_DELAY`], as asyncio does; other
+//! stops accepting for `loop_transports`' `ACCEPT_RETRY_DELAY` (the core's
+//! back-off, which the server's driver uses too), as asyncio does; other
 //! accept errors leave the callback, as asyncio's do.
 
 use super::watch::Watch;
@@ -23,10 +24,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::PyTraverseError;
 use std::os::fd::{IntoRawFd, RawFd};
-
-/// Seconds before accepting again after running out of fds (asyncio's
-/// `constants.ACCEPT_RETRY_DELAY`).
-pub(crate) const ACCEPT_RETRY_DELAY: f64 = 1.0;
 
 struct Inner {
     core: ListenerCore,
@@ -63,7 +60,7 @@ impl Listener {
         self.inner.with(py, f)
     }
 
-    fn dispatch(target: &Bound<'_, PyAny>, ready: Readiness) -> PyResult<()> {
+    fn dispatch(target: &Bound<'_, PyAny>, _token: usize, ready: Readiness) -> PyResult<()> {
         // SAFETY: ports of this dispatch are registered with a `Listener`
         // as target (`new`'s `Watch`).
         let slf = unsafe { target.cast_unchecked::<Listener>() };
@@ -160,9 +157,10 @@ impl Listener {
     fn out_of_resources(slf: &Bound<'_, Self>, err: &loop_transports::Error) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
-        let sock = me.with(py, |st| {
-            st.core.pause();
-            st.sock.as_ref().map(|s| s.clone_ref(py))
+        let now = loop_core::clock::monotonic();
+        let (sock, resume_at) = me.with(py, |st| {
+            let at = st.core.back_off(now);
+            (st.sock.as_ref().map(|s| s.clone_ref(py)), at)
         });
         Self::sync_interest(slf)?;
         let event_loop = me.event_loop.bind(py);
@@ -179,7 +177,7 @@ impl Listener {
         event_loop.call_method1(intern!(py, "call_exception_handler"), (context,))?;
         let resume = slf.getattr(intern!(py, "_resume"))?;
         let timer =
-            event_loop.call_method1(intern!(py, "call_later"), (ACCEPT_RETRY_DELAY, resume))?;
+            event_loop.call_method1(intern!(py, "call_later"), (resume_at - now, resume))?;
         let old = me.with(py, |st| st.retry.replace(timer.unbind()));
         drop(old);
         Ok(())

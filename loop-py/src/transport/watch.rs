@@ -51,7 +51,7 @@ impl Watch {
             return Ok(());
         }
         match watching {
-            None => Loop::io_register(event_loop, self.fd, target, self.dispatch, wanted)?,
+            None => Loop::io_register(event_loop, self.fd, target, 0, self.dispatch, wanted)?,
             Some(_) => Loop::io_set_interest(event_loop, self.fd, wanted)?,
         }
         self.watching.with(py, |w| *w = Some(wanted));

@@ -133,6 +133,7 @@ pub fn settings(certfile: PathBuf, keyfile: PathBuf) -> TlsSettings {
         ciphers: None,
         sni: Vec::new(),
         max_handshake_bytes: TlsSettings::DEFAULT_MAX_HANDSHAKE_BYTES,
+        alpn: vec![b"http/1.1".to_vec()],
     }
 }
 

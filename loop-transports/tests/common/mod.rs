@@ -2,7 +2,12 @@
 #![allow(dead_code)]
 
 use loop_transports::socket::{self, ConnectStatus};
-use loop_transports::{Driver, Error, IoFd, StreamConfig, StreamCore, StreamProtocol, Transport};
+pub mod harness;
+
+pub use harness::driver::Driver;
+pub use harness::protocol::StreamProtocol;
+pub use harness::transport::Transport;
+use loop_transports::{Error, IoFd, StreamConfig, StreamCore};
 use socket2::SockRef;
 use std::cell::RefCell;
 use std::io::{Read, Write};

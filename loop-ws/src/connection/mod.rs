@@ -236,6 +236,11 @@ impl Connection {
         Some(message)
     }
 
+    /// A message waits for [`Connection::next_message`].
+    pub fn has_message(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
     /// Should the caller read from the transport (the queue has room and
     /// the peer may still send)?
     pub fn wants_read(&self) -> bool {

@@ -19,8 +19,9 @@
 //! `collections.abc.Coroutine` check) accepts it in `create_task`, as it
 //! accepts uvicorn's `async def receive`.
 
-use super::session::{self, WsSession};
+use super::events::{self, WsRef};
 use crate::asgi::app_task::AppTask;
+use crate::asgi::bridge::with_driver;
 use crate::awaitable::{self, NativeAwaitable, Step};
 use crate::event_loop::Loop;
 use crate::future_ops;
@@ -47,19 +48,19 @@ enum State {
 
 #[pyclass(module = "ferroloop._native")]
 pub struct Receiving {
-    session: Py<WsSession>,
+    session: WsRef,
     state: State,
 }
 
 impl Receiving {
-    pub(super) fn ready(session: Py<WsSession>, event: Py<PyAny>) -> Self {
+    pub(super) fn ready(session: WsRef, event: Py<PyAny>) -> Self {
         Receiving {
             session,
             state: State::Ready(event),
         }
     }
 
-    pub(super) fn idle(session: Py<WsSession>) -> Self {
+    pub(super) fn idle(session: WsRef) -> Self {
         Receiving {
             session,
             state: State::Idle,
@@ -108,27 +109,28 @@ impl Receiving {
     /// Awaited with nothing taken yet: take what arrived since, or wait.
     fn first_wait(slf: &Bound<'_, Self>) -> PyResult<Step> {
         let py = slf.py();
-        let session = slf.borrow().session.clone_ref(py);
-        let session = session.bind(py);
-        if let Some(event) = session::poll(session)? {
+        let r = slf.borrow().session.clone_ref(py);
+        let server = r.server.bind(py);
+        if let Some(event) = events::poll(server, &r)? {
             return Ok(Step::Return(event.into_any().unbind()));
         }
         let (task, event_loop) = {
-            let me = session.borrow();
-            (
-                me.task.as_ref().map(|t| t.clone_ref(py)),
-                me.event_loop.clone_ref(py),
-            )
+            let mut me = server.borrow_mut();
+            let task = me
+                .driver
+                .exchange_app(r.conn, r.ex)
+                .and_then(|x| x.task.as_ref().map(|t| t.clone_ref(py)));
+            (task, me.event_loop.clone_ref(py))
         };
         let current = pyapi::current_task(py)?.call1((event_loop.bind(py),))?;
         let direct = task.is_some_and(|t| t.bind(py).is(&current));
         if direct {
-            session::wait_with(session, slf.clone().into_any().unbind())?;
+            events::wait_with(server, &r, slf.clone().into_any().unbind())?;
             slf.borrow_mut().state = State::Waiting;
             return Ok(Step::Yield(slf.clone().into_any().unbind()));
         }
         let future = Loop::create_future(event_loop.bind(py))?;
-        session::wait_with(session, future.clone().unbind())?;
+        events::wait_with(server, &r, future.clone().unbind())?;
         future_ops::set_blocking(&future)?;
         slf.borrow_mut().state = State::Future(future.clone().unbind());
         Ok(Step::Yield(future.unbind()))
@@ -140,8 +142,8 @@ impl Receiving {
         let state = std::mem::replace(&mut slf.borrow_mut().state, State::Done);
         match state {
             State::Waiting => {
-                let session = slf.borrow().session.clone_ref(py);
-                session::stop_waiting(session.bind(py), slf.as_any());
+                let r = slf.borrow().session.clone_ref(py);
+                events::stop_waiting(r.server.bind(py), &r, slf.as_any());
             }
             State::Future(future) => {
                 future.bind(py).call_method0(intern!(py, "cancel"))?;
@@ -206,9 +208,17 @@ impl Receiving {
             return Ok(false);
         }
         slf.borrow_mut().state = State::Cancelled(msg);
-        let session = slf.borrow().session.clone_ref(py);
-        session::stop_waiting(session.bind(py), slf.as_any());
-        session::step_soon(session.bind(py))?;
+        let r = slf.borrow().session.clone_ref(py);
+        let server = r.server.bind(py);
+        events::stop_waiting(server, &r, slf.as_any());
+        // The task goes on at the loop's next turn.
+        let task = with_driver(server, |d| {
+            d.exchange_app(r.conn, r.ex)
+                .and_then(|x| x.task.as_ref().map(|t| t.clone_ref(py)))
+        });
+        if let Some(task) = task {
+            resume_task(task.bind(py), false)?;
+        }
         Ok(true)
     }
 
@@ -217,7 +227,7 @@ impl Receiving {
     }
 
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
-        visit.call(&self.session)?;
+        visit.call(&self.session.server)?;
         match &self.state {
             State::Ready(v) | State::Future(v) | State::Cancelled(Some(v)) => visit.call(v),
             _ => Ok(()),

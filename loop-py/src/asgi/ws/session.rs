@@ -1,457 +1,271 @@
 //! One ASGI `websocket` session: its stages and what the app's `receive()`
 //! and `send()` mean in each, per the ASGI WebSocket spec (uvicorn's
-//! wording for the errors where it has one).
+//! wording for the errors where it has one). The wire is the driver's: the
+//! handshake's HTTP exchange until the app answers it, then the session
+//! (`loop_server`'s WebSocket kind) on the same connection.
 //!
-//! - **Connecting** (HTTP owns the connection): `receive()` gives
-//!   `websocket.connect`; `send()` takes `websocket.accept` (the `101`),
-//!   `websocket.close` (a `403`) or `websocket.http.response.start`.
+//! - **Connecting**: `receive()` gives `websocket.connect`; `send()` takes
+//!   `websocket.accept` (the `101`), `websocket.close` (a `403`) or
+//!   `websocket.http.response.start`.
 //! - **Denying**: the app's denial response is being sent.
 //! - **Open** (after the `101`): messages both ways, `websocket.close`.
 //! - **Done**: over; `receive()` gives `websocket.disconnect` exactly once.
-//!
-//! Borrow rule (as the HTTP kind's): no `PyRefMut` of the session is held
-//! across a call into Python.
 
 use super::decode::{self, Data, Decoded, WsMessage};
+use super::events::{self, WsRef};
 use super::receiving::{self, Receiving};
-use super::{io, Denial, Handshake};
-use crate::asgi::counters::ServerCounters;
-use crate::asgi::settings::WRITE_HIGH;
-use crate::asgi::shared::ServerShared;
-use crate::asgi::ClientDisconnected;
+use crate::asgi::bridge::{
+    self, reentered, with_driver, ExchangePy, HttpServer, Stage, WsCell, WsState,
+};
+use crate::asgi::owner::TaskOwner;
+use crate::asgi::{http, scope};
 use crate::event_loop::Loop;
 use crate::future_ops;
-use loop_transports::LayeredStream;
-use loop_ws::{CloseCode, Message, MessageKind, Offer, State};
-use pyo3::exceptions::PyRuntimeError;
-use pyo3::intern;
+use loop_http::{RequestHead, ResponsePart};
+use loop_server::{ConnId, ExchangeId, WsRefused};
+use loop_ws::MessageKind;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::pycell::PyBorrowMutError;
-use pyo3::types::{PyBytes, PyDict, PyString};
-use std::os::fd::RawFd;
+use pyo3::PyTraverseError;
 use std::sync::Arc;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(in crate::asgi) enum Stage {
-    Connecting,
-    Denying,
-    Open,
-    Done,
-}
-
-#[pyclass(module = "ferroloop._native")]
-pub struct WsSession {
-    /// The server's counters (`Server.stats()`).
-    pub(super) counters: Arc<ServerCounters>,
-    pub(super) shared: Py<ServerShared>,
-    pub(super) event_loop: Py<Loop>,
-    /// The server's context, for the loop callbacks (as HTTP's).
-    pub(super) base_context: Py<PyAny>,
-    pub(super) config: loop_ws::Config,
-    pub(super) stage: Stage,
-    /// The client's handshake, until the app answered it.
-    offer: Option<Offer>,
-    /// The HTTP connection, while it owns the stream.
-    pub(super) side: Option<Arc<dyn Handshake>>,
-    connect_delivered: bool,
-    /// The session after the `101`.
-    pub(super) ws: Option<loop_ws::Connection>,
-    pub(super) stream: Option<LayeredStream>,
-    /// Frames not handed to the stream yet (corked to the end of the tick).
-    pub(super) out: Vec<u8>,
-    pub(super) fd: RawFd,
-    /// The server registry's slot, while registered.
-    pub(super) slot: Option<usize>,
-    pub(super) callbacks: Option<(Py<PyAny>, Py<PyAny>)>,
-    pub(super) reading: bool,
-    pub(super) writing: bool,
-    pub(super) corked: bool,
-    /// Half-closed after the close went out: input is read and dropped
-    /// until EOF or this deadline, so unread input does not turn our close
-    /// into an RST (as HTTP's linger).
-    pub(super) linger_until: Option<f64>,
-    pub(super) receive_waiter: Option<Py<PyAny>>,
-    pub(super) send_waiter: Option<Py<PyAny>>,
-    pub(super) task: Option<Py<PyAny>>,
-    /// The message that ended the app's side (`websocket.close`, a denial's
-    /// last body): a `send()` after it is an error.
-    finished_by: Option<&'static str>,
-    /// The `websocket.disconnect` the app gets (code, reason), once known.
-    pub(super) ended: Option<(u16, String)>,
-    disconnect_delivered: bool,
-    sending: bool,
-    /// `client - "WebSocket /path"`: the access log's lines start so (None
-    /// when the access log is off).
-    pub(super) log_prefix: Option<String>,
-    pub(super) client_text: String,
-}
-
-impl WsSession {
-    #[allow(clippy::too_many_arguments)]
-    pub(in crate::asgi) fn new(
-        counters: Arc<ServerCounters>,
-        shared: Py<ServerShared>,
-        event_loop: Py<Loop>,
-        base_context: Py<PyAny>,
-        config: loop_ws::Config,
-        offer: Offer,
-        side: Arc<dyn Handshake>,
-        log_prefix: Option<String>,
-        client_text: String,
-    ) -> Self {
-        WsSession {
-            counters,
-            shared,
-            event_loop,
-            base_context,
-            config,
-            stage: Stage::Connecting,
-            offer: Some(offer),
-            side: Some(side),
-            connect_delivered: false,
-            ws: None,
-            stream: None,
-            out: Vec::new(),
-            fd: -1,
-            slot: None,
-            callbacks: None,
-            reading: false,
-            writing: false,
-            corked: false,
-            linger_until: None,
-            receive_waiter: None,
-            send_waiter: None,
-            task: None,
-            finished_by: None,
-            ended: None,
-            disconnect_delivered: false,
-            sending: false,
-            log_prefix,
-            client_text,
-        }
-    }
-
-    pub(in crate::asgi) fn set_task(&mut self, task: Py<PyAny>) {
-        self.task = Some(task);
-    }
-
-    /// The session ends for the app with `code` (a first reason stays).
-    pub(super) fn end(&mut self, code: u16, reason: &str) {
-        if self.ended.is_none() {
-            self.ended = Some((code, reason.to_owned()));
-        }
-    }
-
-    /// A delivered message's buffer, back to the session for the next one.
-    fn recycle(&mut self, spare: Option<Vec<u8>>) {
-        if let (Some(data), Some(ws)) = (spare, self.ws.as_mut()) {
-            ws.recycle(data);
-        }
-    }
-
-    pub(super) fn buffered_out(&self) -> usize {
-        self.out.len() + self.stream.as_ref().map_or(0, LayeredStream::buffered)
-    }
-
-    /// What `receive()` gives now, if anything.
-    fn next_event(&mut self) -> Event {
-        if !self.connect_delivered {
-            self.connect_delivered = true;
-            return Event::Connect;
-        }
-        if self.disconnect_delivered {
-            return Event::AfterDisconnect;
-        }
-        // After its own close the app gets no more messages (as uvicorn).
-        if self.finished_by.is_none() {
-            if let Some(message) = self.ws.as_mut().and_then(loop_ws::Connection::next_message) {
-                self.counters.ws_messages_in.bump();
-                return Event::Message(message);
-            }
-        }
-        // A close or failure read behind queued messages takes effect once
-        // they are taken (inside `next_message`): the session ends here.
-        if let Some(ws) = self.ws.as_ref().filter(|ws| ws.state() == State::Closed) {
-            let (code, reason) = match ws.close_status() {
-                Some((code, reason)) => (code.0, reason.to_owned()),
-                None => (CloseCode::ABNORMAL.0, String::new()),
-            };
-            self.end(code, &reason);
-        }
-        match &self.ended {
-            Some((code, reason)) => {
-                self.disconnect_delivered = true;
-                Event::Disconnect(*code, reason.clone())
-            }
-            None => Event::Wait,
-        }
-    }
-}
-
-/// What a `receive()` finds.
-enum Event {
-    Connect,
-    Message(Message),
-    Disconnect(u16, String),
-    AfterDisconnect,
-    Wait,
-}
-
-fn reentered(_: PyBorrowMutError) -> PyErr {
-    PyRuntimeError::new_err("ASGI receive()/send() called re-entrantly, from inside the server")
-}
-
-pub(super) fn client_disconnected() -> PyErr {
-    ClientDisconnected::new_err("the client disconnected")
-}
-
-/// The event as the app gets it; a message's buffer comes back for reuse
-/// ([`WsSession::recycle`]).
-/// An event's dict (None: nothing to give) and a message's spent buffer.
-type Delivered<'py> = (Option<Bound<'py, PyDict>>, Option<Vec<u8>>);
-
-fn event_dict<'py>(py: Python<'py>, event: Event) -> PyResult<Delivered<'py>> {
-    if matches!(event, Event::AfterDisconnect | Event::Wait) {
-        return Ok((None, None));
-    }
-    let msg = PyDict::new(py);
-    let mut spare = None;
-    match event {
-        Event::Connect => msg.set_item(intern!(py, "type"), intern!(py, "websocket.connect"))?,
-        Event::Message(m) => {
-            msg.set_item(intern!(py, "type"), intern!(py, "websocket.receive"))?;
-            match m.kind {
-                MessageKind::Binary => {
-                    msg.set_item(intern!(py, "bytes"), PyBytes::new(py, &m.data))?
-                }
-                MessageKind::Text => {
-                    // loop-ws validated it; lossy only guards a bug there.
-                    let text = match std::str::from_utf8(&m.data) {
-                        Ok(s) => PyString::new(py, s),
-                        Err(_) => PyString::new(py, &String::from_utf8_lossy(&m.data)),
-                    };
-                    msg.set_item(intern!(py, "text"), text)?
-                }
-            }
-            spare = Some(m.data);
-        }
-        Event::Disconnect(code, reason) => {
-            msg.set_item(intern!(py, "type"), intern!(py, "websocket.disconnect"))?;
-            msg.set_item(intern!(py, "code"), code)?;
-            msg.set_item(intern!(py, "reason"), reason)?;
-        }
-        Event::AfterDisconnect | Event::Wait => return Ok((None, None)),
-    }
-    Ok((Some(msg), spare))
-}
-
-/// Whether a `receive()` waits: a future not done yet, or a registered
-/// [`Receiving`] (registered only while it waits).
-fn is_pending(waiter: &Option<Py<PyAny>>, py: Python<'_>) -> PyResult<bool> {
-    match waiter {
-        Some(w) if w.bind(py).is_instance_of::<Receiving>() => Ok(true),
-        Some(w) => Ok(!future_ops::is_done(w.bind(py))?),
-        None => Ok(false),
-    }
-}
-
-pub(super) fn receive<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Bound<'py, PyAny>> {
-    let py = slf.py();
-    let pending = {
-        let me = slf.try_borrow_mut().map_err(reentered)?;
-        me.receive_waiter.as_ref().map(|w| w.clone_ref(py))
-    };
-    if is_pending(&pending, py)? {
-        return Err(PyRuntimeError::new_err(
-            "receive() called while another receive() is pending",
-        ));
-    }
-    drop(pending);
-    receiving::install_send_slot(py);
-    let session = slf.clone().unbind();
-    let receiving = match poll(slf)? {
-        Some(event) => Receiving::ready(session, event.into_any().unbind()),
-        None => Receiving::idle(session),
-    };
-    Ok(Bound::new(py, receiving)?.into_any())
-}
-
-/// The event a `receive()` gets now, if one is there; after the
-/// `websocket.disconnect`, `ClientDisconnected`.
-pub(super) fn poll<'py>(slf: &Bound<'py, WsSession>) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let (msg, resume) = take_event(slf)?;
-    io::settle(slf)?;
-    match msg {
-        Some(msg) => {
-            if resume {
-                // Room in the queue again: decode what waits, read on.
-                io::resume_input(slf)?;
-            }
-            Ok(Some(msg))
-        }
-        None if slf.borrow().disconnect_delivered => Err(ClientDisconnected::new_err(
-            "receive() after 'websocket.disconnect' was received",
-        )),
-        None => Ok(None),
-    }
-}
-
-/// A `receive()` waits on `waiter` (a future, or a [`Receiving`] its
-/// task waits on) for the next event.
-pub(super) fn wait_with(slf: &Bound<'_, WsSession>, waiter: Py<PyAny>) -> PyResult<()> {
-    let py = slf.py();
-    let pending = slf
-        .borrow()
-        .receive_waiter
-        .as_ref()
-        .map(|w| w.clone_ref(py));
-    if is_pending(&pending, py)? {
-        return Err(PyRuntimeError::new_err(
-            "receive() awaited while another receive() is pending",
-        ));
-    }
-    let old = slf.borrow_mut().receive_waiter.replace(waiter);
-    drop(old);
-    Ok(())
-}
-
-/// A waiting [`Receiving`] gives up its place (cancelled, thrown into).
-pub(super) fn stop_waiting(slf: &Bound<'_, WsSession>, receiving: &Bound<'_, PyAny>) {
-    let old = {
-        let mut me = slf.borrow_mut();
-        match &me.receive_waiter {
-            Some(w) if w.bind(slf.py()).is(receiving) => me.receive_waiter.take(),
-            _ => None,
-        }
-    };
-    drop(old);
-}
-
-/// The session's task goes on at the loop's next turn.
-pub(super) fn step_soon(slf: &Bound<'_, WsSession>) -> PyResult<()> {
-    let task = slf.borrow().task.as_ref().map(|t| t.clone_ref(slf.py()));
-    match task {
-        Some(task) => receiving::resume_task(task.bind(slf.py()), false),
-        None => Ok(()),
-    }
-}
-
-/// The next event as `receive()` delivers it, and whether taking it made
-/// room in a full queue (reading then resumes).
-fn take_event<'py>(slf: &Bound<'py, WsSession>) -> PyResult<(Option<Bound<'py, PyDict>>, bool)> {
-    let (event, paused) = {
-        let mut me = slf.borrow_mut();
-        let paused = me.ws.as_ref().is_some_and(|ws| !ws.wants_read());
-        (me.next_event(), paused)
-    };
-    let took = matches!(event, Event::Message(_));
-    let (msg, spare) = event_dict(slf.py(), event)?;
-    slf.borrow_mut().recycle(spare);
-    Ok((msg, took && paused))
-}
-
-/// A waiting `receive()` gets what arrived (a message, the disconnect).
-/// `now`: called from the read callback, where no task runs, so a task
-/// waiting on a [`Receiving`] is resumed at once.
-pub(super) fn wake_receiver(slf: &Bound<'_, WsSession>, now: bool) -> PyResult<()> {
-    let py = slf.py();
-    let waiter = slf
-        .borrow()
-        .receive_waiter
-        .as_ref()
-        .map(|w| w.clone_ref(py));
-    let Some(waiter) = waiter else {
-        return Ok(());
-    };
-    if !is_pending(&Some(waiter.clone_ref(py)), py)? {
-        // Cancelled by the app: what arrived stays for its next receive().
-        let old = slf.borrow_mut().receive_waiter.take();
-        drop(old);
-        return Ok(());
-    }
-    let (msg, resume) = take_event(slf)?;
-    let Some(msg) = msg else {
-        return io::settle(slf);
-    };
-    let old = slf.borrow_mut().receive_waiter.take();
-    drop(old);
-    match waiter.bind(py).cast::<Receiving>() {
-        Ok(receiving) => {
-            receiving.borrow_mut().deliver(msg.into_any().unbind());
-            if resume {
-                io::resume_input(slf)?;
-            }
-            let task = slf.borrow().task.as_ref().map(|t| t.clone_ref(py));
-            if let Some(task) = task {
-                // Settle (and the caller's flush) even when the resumed
-                // task raised out (KeyboardInterrupt): then report it.
-                let resumed = receiving::resume_task(task.bind(py), now);
-                if resumed.is_err() {
-                    io::settle(slf)?;
-                }
-                resumed?;
-            }
-        }
-        Err(_) => {
-            future_ops::set_result(waiter.bind(py), msg.as_any())?;
-            if resume {
-                io::resume_input(slf)?;
-            }
-        }
-    }
-    io::settle(slf)
-}
-
-/// The session is over for a waiting `send()`: it raises.
-pub(super) fn fail_sender(slf: &Bound<'_, WsSession>) -> PyResult<()> {
-    let py = slf.py();
-    let waiter = slf.borrow_mut().send_waiter.take();
-    if let Some(waiter) = waiter {
-        if is_pending(&Some(waiter.clone_ref(py)), py)? {
-            waiter.call_method1(
-                py,
-                intern!(py, "set_exception"),
-                (client_disconnected().into_value(py),),
-            )?;
-        }
-    }
-    Ok(())
-}
+type Fields<'a> = Vec<(&'a [u8], &'a [u8])>;
 
 fn protocol_error(message: String) -> PyErr {
     PyRuntimeError::new_err(message)
 }
 
-pub(super) fn send<'py>(
-    slf: &Bound<'py, WsSession>,
-    message: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = slf.py();
-    {
-        let mut me = slf.try_borrow_mut().map_err(reentered)?;
-        if me.sending {
-            return Err(protocol_error(
-                "send() called from inside another send() (a buffer export?)".into(),
+/// [`Event::Request`](loop_server::Event::Request) opening a WebSocket:
+/// the `websocket` scope, the app and its task (its first step runs now).
+pub(in crate::asgi) fn request(
+    server: &Bound<'_, HttpServer>,
+    conn: ConnId,
+    head: RequestHead,
+    subprotocols: Vec<String>,
+) -> PyResult<()> {
+    let py = server.py();
+    let scope = http::request_scope(server, conn, &head)
+        .and_then(|s| scope::to_websocket(py, &s, &subprotocols).map(|()| s));
+    let scope = match scope {
+        Ok(scope) => scope,
+        Err(err) => {
+            bridge::log_app_error(server, &err)?;
+            with_driver(server, |d| d.reject(conn, head, 500));
+            return Ok(());
+        }
+    };
+    let cell = Py::new(
+        py,
+        WsCell::new(WsState {
+            stage: Stage::Connecting,
+            connect_delivered: false,
+            disconnect_delivered: false,
+            finished_by: None,
+            ended: false,
+        }),
+    )?;
+    let state = ExchangePy {
+        ws: Some(cell.clone_ref(py)),
+        ..ExchangePy::default()
+    };
+    let owner_cell = cell.clone_ref(py);
+    http::begin_with_app(
+        server,
+        conn,
+        head,
+        scope.into_any(),
+        state,
+        |py, server, conn, ex| {
+            let r = WsRef {
+                server,
+                conn,
+                ex,
+                state: cell.clone_ref(py),
+            };
+            Ok((
+                Py::new(py, WsReceive(r.clone_ref(py)))?.into_any(),
+                Py::new(py, WsSend(r))?.into_any(),
+            ))
+        },
+        |server, conn, ex| {
+            Arc::new(WsOwner(WsRef {
+                server,
+                conn,
+                ex,
+                state: owner_cell,
+            }))
+        },
+    )
+}
+
+/// The session's state, changed by `f` (no Python in it).
+fn with_state<R>(
+    server: &Bound<'_, HttpServer>,
+    r: &WsRef,
+    f: impl FnOnce(&mut WsState) -> R,
+) -> Option<R> {
+    Some(r.with(server.py(), f))
+}
+
+/// The session is over for the app: it ends before (or without) a
+/// session with 1006; a waiting `receive()` gets that, a waiting `send()`
+/// raises ([`Event::Ended`](loop_server::Event::Ended)).
+pub(in crate::asgi) fn ended(
+    server: &Bound<'_, HttpServer>,
+    conn: ConnId,
+    ex: ExchangeId,
+    now: bool,
+) -> PyResult<()> {
+    let py = server.py();
+    let Some(r) = WsRef::of(server, conn, ex) else {
+        return Ok(());
+    };
+    with_state(server, &r, |s| {
+        if matches!(s.stage, Stage::Connecting | Stage::Denying) {
+            s.stage = Stage::Done;
+        }
+        if s.stage != Stage::Open {
+            s.ended = true;
+        }
+    });
+    wake_receiver(server, &r, now)?;
+    let waiter = with_driver(server, |d| {
+        d.exchange_app(conn, ex).and_then(|x| x.send.take())
+    });
+    if let Some(waiter) = waiter {
+        http::fail_or_release(waiter.bind(py), true)?;
+    }
+    Ok(())
+}
+
+/// A waiting `receive()` gets what arrived (a message, the disconnect).
+/// `now`: called from a readiness report, where no task runs, so a task
+/// waiting on a [`Receiving`] is resumed at once.
+pub(in crate::asgi) fn wake_receiver(
+    server: &Bound<'_, HttpServer>,
+    r: &WsRef,
+    now: bool,
+) -> PyResult<()> {
+    let py = server.py();
+    let waiter = with_driver(server, |d| {
+        d.exchange_app(r.conn, r.ex)
+            .and_then(|x| x.receive.as_ref().map(|w| w.clone_ref(py)))
+    });
+    let Some(waiter) = waiter else {
+        return Ok(());
+    };
+    if !events::is_pending(waiter.bind(py))? {
+        // Cancelled by the app: what arrived stays for its next receive().
+        let old = with_driver(server, |d| {
+            d.exchange_app(r.conn, r.ex).and_then(|x| x.receive.take())
+        });
+        drop(old);
+        return Ok(());
+    }
+    let Some(msg) = events::poll(server, r)? else {
+        // Nothing for it yet: it goes on waiting.
+        with_driver(server, |d| d.ws_wait(r.conn, r.ex, true));
+        return Ok(());
+    };
+    let old = with_driver(server, |d| {
+        d.exchange_app(r.conn, r.ex).and_then(|x| x.receive.take())
+    });
+    drop(old);
+    match waiter.bind(py).cast::<Receiving>() {
+        Ok(receiving) => {
+            receiving.borrow_mut().deliver(msg.into_any().unbind());
+            let task = with_driver(server, |d| {
+                d.exchange_app(r.conn, r.ex)
+                    .and_then(|x| x.task.as_ref().map(|t| t.clone_ref(py)))
+            });
+            if let Some(task) = task {
+                receiving::resume_task(task.bind(py), now)?;
+            }
+        }
+        Err(_) => {
+            future_ops::set_result(waiter.bind(py), msg.as_any())?;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn receive<'py>(r: &WsRef, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    let server = r.server.bind(py);
+    let pending = {
+        let mut me = server.try_borrow_mut().map_err(reentered)?;
+        me.driver
+            .exchange_app(r.conn, r.ex)
+            .and_then(|x| x.receive.as_ref().map(|w| w.clone_ref(py)))
+    };
+    if let Some(pending) = pending {
+        if events::is_pending(pending.bind(py))? {
+            return Err(PyRuntimeError::new_err(
+                "receive() called while another receive() is pending",
             ));
         }
-        me.sending = true;
+    }
+    receiving::install_send_slot(py);
+    let polled = events::poll(server, r);
+    bridge::pump(server, false)?;
+    let receiving = match polled? {
+        Some(event) => Receiving::ready(r.clone_ref(py), event.into_any().unbind()),
+        None => Receiving::idle(r.clone_ref(py)),
+    };
+    Ok(Bound::new(py, receiving)?.into_any())
+}
+
+pub(super) fn send<'py>(r: &WsRef, message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = message.py();
+    let server = r.server.bind(py);
+    {
+        let mut me = server.try_borrow_mut().map_err(reentered)?;
+        if let Some(x) = me.driver.exchange_app(r.conn, r.ex) {
+            if x.sending {
+                return Err(protocol_error(
+                    "send() called from inside another send() (a buffer export?)".into(),
+                ));
+            }
+            x.sending = true;
+        }
     }
     let decoded = decode::decode(message);
-    slf.borrow_mut().sending = false;
+    with_driver(server, |d| {
+        if let Some(x) = d.exchange_app(r.conn, r.ex) {
+            x.sending = false;
+        }
+    });
     let Decoded { kind, message } = decoded?;
     let kind = kind.to_str()?;
-    let (stage, finished_by, gone) = {
-        let me = slf.borrow();
-        (me.stage, me.finished_by, me.ended.is_some())
+    let result = act(server, r, kind, message);
+    bridge::pump(server, false)?;
+    result
+}
+
+/// What one decoded `send()` does in the session's stage.
+fn act<'py>(
+    server: &Bound<'py, HttpServer>,
+    r: &WsRef,
+    kind: &str,
+    message: WsMessage<'_>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = server.py();
+    let Some((stage, finished_by, ended)) =
+        with_state(server, r, |s| (s.stage, s.finished_by, s.ended))
+    else {
+        return Err(http::client_disconnected());
     };
     if let Some(last) = finished_by {
         return Err(protocol_error(format!(
             "Unexpected ASGI message '{kind}', after sending '{last}'."
         )));
     }
+    let gone =
+        ended || (stage == Stage::Open && with_driver(server, |d| d.ws_end(r.conn).is_some()));
     if gone {
-        return Err(client_disconnected());
+        return Err(http::client_disconnected());
     }
+    let done = server.borrow().done_future.clone_ref(py).into_bound(py);
     match (stage, message) {
         (
             Stage::Connecting,
@@ -459,17 +273,86 @@ pub(super) fn send<'py>(
                 subprotocol,
                 headers,
             },
-        ) => accept(slf, subprotocol, &headers)?,
-        (Stage::Connecting, WsMessage::Close { .. }) => forbid(slf)?,
-        (Stage::Connecting, WsMessage::ResponseStart { status, headers }) => {
-            let side = side(slf)?;
-            let headers: Vec<_> = headers
+        ) => {
+            let headers: Fields<'_> = headers
                 .iter()
                 .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
                 .collect();
-            side.respond(py, Denial::Start { status, headers })?;
-            slf.borrow_mut().stage = Stage::Denying;
-            log_access(slf, &status.to_string())?;
+            let accepted = with_driver(server, |d| {
+                d.ws_accept(r.conn, r.ex, subprotocol.as_deref(), &headers)
+            });
+            match accepted {
+                Ok(()) => {
+                    with_state(server, r, |s| s.stage = Stage::Open);
+                }
+                Err(WsRefused::HandshakeField(name)) => {
+                    return Err(protocol_error(format!(
+                        "'websocket.accept' header '{name}' is the handshake's: the server sets it"
+                    )))
+                }
+                Err(WsRefused::NotOffered { chosen, offered }) => {
+                    return Err(protocol_error(format!(
+                        "'websocket.accept' subprotocol '{chosen}' was not offered by the client \
+                         (offered: {offered:?})"
+                    )))
+                }
+                Err(WsRefused::Http(e)) => {
+                    return Err(http::send_error(e.into(), "websocket.accept"))
+                }
+                Err(_) => {
+                    with_state(server, r, |s| {
+                        s.stage = Stage::Done;
+                        s.ended = true;
+                    });
+                    return Err(http::client_disconnected());
+                }
+            }
+        }
+        (Stage::Connecting, WsMessage::Close { .. }) => {
+            // As uvicorn: a `403`.
+            let headers: Fields<'_> = vec![
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", b"0"),
+                (b"connection", b"close"),
+            ];
+            deny(
+                server,
+                r,
+                ResponsePart::Start {
+                    status: 403,
+                    headers,
+                    trailers: false,
+                },
+                kind,
+            )?;
+            deny(
+                server,
+                r,
+                ResponsePart::Body {
+                    data: b"",
+                    more: false,
+                },
+                kind,
+            )?;
+            finish_handshake(server, r, "websocket.close");
+            wake_receiver(server, r, false)?;
+        }
+        (Stage::Connecting, WsMessage::ResponseStart { status, headers }) => {
+            let headers: Fields<'_> = headers
+                .iter()
+                .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
+                .collect();
+            deny(
+                server,
+                r,
+                ResponsePart::Start {
+                    status,
+                    headers,
+                    trailers: false,
+                },
+                kind,
+            )?;
+            with_state(server, r, |s| s.stage = Stage::Denying);
         }
         (Stage::Connecting, _) => {
             return Err(protocol_error(format!(
@@ -478,12 +361,12 @@ pub(super) fn send<'py>(
             )))
         }
         (Stage::Denying, WsMessage::ResponseBody { body, more }) => {
-            let side = side(slf)?;
             let data = body.as_slice();
-            if side.respond(py, Denial::Body { data, more })? {
-                finish_handshake(slf, "websocket.http.response.body");
+            deny(server, r, ResponsePart::Body { data, more }, kind)?;
+            if !more {
+                finish_handshake(server, r, "websocket.http.response.body");
                 // A pending receive() gets its `websocket.disconnect`.
-                wake_receiver(slf, false)?;
+                wake_receiver(server, r, false)?;
             }
         }
         (Stage::Denying, _) => {
@@ -491,302 +374,189 @@ pub(super) fn send<'py>(
                 "Expected ASGI message 'websocket.http.response.body' but got '{kind}'."
             )))
         }
-        (Stage::Open, WsMessage::Send(data)) => return send_data(slf, data),
+        (Stage::Open, WsMessage::Send(data)) => return send_data(server, r, data),
         (Stage::Open, WsMessage::Close { code, reason }) => {
             let (code, reason) = (code?, reason?);
-            io::close(slf, code, &reason)?;
-            {
-                let mut me = slf.borrow_mut();
-                me.finished_by = Some("websocket.close");
-                me.end(code, &reason);
+            match with_driver(server, |d| d.ws_close(r.conn, r.ex, code, &reason)) {
+                Ok(()) => {}
+                Err(e @ (WsRefused::InvalidCloseCode(_) | WsRefused::ReasonTooLong)) => {
+                    return Err(PyValueError::new_err(format!("'websocket.close': {e}")))
+                }
+                Err(_) => return Err(http::client_disconnected()),
             }
-            wake_receiver(slf, false)?;
+            with_state(server, r, |s| s.finished_by = Some("websocket.close"));
+            wake_receiver(server, r, false)?;
         }
         (Stage::Open, _) => {
             return Err(protocol_error(format!(
                 "Expected ASGI message 'websocket.send' or 'websocket.close', but got '{kind}'."
             )))
         }
-        (Stage::Done, _) => return Err(client_disconnected()),
+        (Stage::Done, _) => return Err(http::client_disconnected()),
     }
-    Ok(slf.borrow().shared.borrow(py).done_future.bind(py).clone())
+    Ok(done)
 }
 
-fn side(slf: &Bound<'_, WsSession>) -> PyResult<Arc<dyn Handshake>> {
-    slf.borrow().side.clone().ok_or_else(client_disconnected)
+/// A part of the handshake's HTTP response (a `403` or the app's denial).
+fn deny(
+    server: &Bound<'_, HttpServer>,
+    r: &WsRef,
+    part: ResponsePart<'_, Fields<'_>>,
+    kind: &str,
+) -> PyResult<()> {
+    with_driver(server, |d| d.send(r.conn, r.ex, part))
+        .map(drop)
+        .map_err(|e| http::send_error(e, kind))
 }
 
 /// The app's answer ended the handshake without a session (`403`, a
 /// denial): the app gets `websocket.disconnect` 1006 (as uvicorn).
-fn finish_handshake(slf: &Bound<'_, WsSession>, by: &'static str) {
-    let side = {
-        let mut me = slf.borrow_mut();
-        me.stage = Stage::Done;
-        me.finished_by = Some(by);
-        me.offer = None;
-        me.end(1006, "");
-        me.side.take()
-    };
-    drop(side);
+fn finish_handshake(server: &Bound<'_, HttpServer>, r: &WsRef, by: &'static str) {
+    with_state(server, r, |s| {
+        s.stage = Stage::Done;
+        s.finished_by = Some(by);
+        s.ended = true;
+    });
 }
 
-/// Header fields of the `101` that are the handshake's, not the app's.
-fn is_handshake_field(name: &[u8]) -> bool {
-    const OWN: [&[u8]; 7] = [
-        b"upgrade",
-        b"connection",
-        b"sec-websocket-accept",
-        b"sec-websocket-protocol",
-        b"sec-websocket-extensions",
-        b"content-length",
-        b"transfer-encoding",
-    ];
-    OWN.iter().any(|own| own.eq_ignore_ascii_case(name))
-}
-
-fn accept(
-    slf: &Bound<'_, WsSession>,
-    subprotocol: Option<String>,
-    headers: &[(Bound<'_, PyBytes>, Bound<'_, PyBytes>)],
-) -> PyResult<()> {
-    let py = slf.py();
-    if let Some((name, _)) = headers
-        .iter()
-        .find(|(n, _)| is_handshake_field(n.as_bytes()))
-    {
-        return Err(protocol_error(format!(
-            "'websocket.accept' header '{}' is the handshake's: the server sets it",
-            String::from_utf8_lossy(name.as_bytes())
-        )));
-    }
-    let (accepted, side) = {
-        let me = slf.borrow();
-        let offer = me.offer.as_ref().ok_or_else(client_disconnected)?;
-        if let Some(chosen) = &subprotocol {
-            if !offer.subprotocols().iter().any(|p| p == chosen) {
-                return Err(protocol_error(format!(
-                    "'websocket.accept' subprotocol '{chosen}' was not offered by the client \
-                     (offered: {:?})",
-                    offer.subprotocols()
-                )));
-            }
-        }
-        (
-            offer.accept(&me.config, subprotocol.as_deref()),
-            me.side.clone(),
-        )
-    };
-    let side = side.ok_or_else(client_disconnected)?;
-    let mut all: Vec<(&[u8], &[u8])> = accepted
-        .headers
-        .iter()
-        .map(|(n, v)| (n.as_bytes(), v.as_bytes()))
-        .collect();
-    all.extend(headers.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())));
-    let handed = side.upgrade(py, &all)?;
-    let side = {
-        let mut me = slf.borrow_mut();
-        me.offer = None;
-        me.side.take()
-    };
-    drop(side);
-    let Some((stream, rest)) = handed else {
-        {
-            let mut me = slf.borrow_mut();
-            me.stage = Stage::Done;
-            me.end(1006, "");
-        }
-        return Err(client_disconnected());
-    };
-    log_access(slf, "[accepted]")?;
-    io::attach(slf, stream, rest, accepted.deflate)
-}
-
-/// `websocket.close` before accept: `403` (as uvicorn).
-fn forbid(slf: &Bound<'_, WsSession>) -> PyResult<()> {
-    let py = slf.py();
-    let side = side(slf)?;
-    let headers: Vec<(&[u8], &[u8])> = vec![
-        (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", b"0"),
-        (b"connection", b"close"),
-    ];
-    side.respond(
-        py,
-        Denial::Start {
-            status: 403,
-            headers,
-        },
-    )?;
-    side.respond(
-        py,
-        Denial::Body {
-            data: b"",
-            more: false,
-        },
-    )?;
-    finish_handshake(slf, "websocket.close");
-    log_access(slf, "403")?;
-    wake_receiver(slf, false)
-}
-
-fn send_data<'py>(slf: &Bound<'py, WsSession>, data: Data<'py>) -> PyResult<Bound<'py, PyAny>> {
-    let py = slf.py();
+fn send_data<'py>(
+    server: &Bound<'py, HttpServer>,
+    r: &WsRef,
+    data: Data<'_>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = server.py();
     let (kind, bytes): (MessageKind, &[u8]) = match &data {
         Data::Bytes(b) => (MessageKind::Binary, b.as_bytes()),
         Data::Copied(v) => (MessageKind::Binary, v),
         Data::Text(s) => (MessageKind::Text, s.to_str()?.as_bytes()),
     };
-    if !io::send_direct(slf, kind, bytes)? {
-        let sent = {
-            let mut guard = slf.borrow_mut();
-            let me = &mut *guard;
-            match me.ws.as_mut() {
-                Some(ws) => ws.send(kind, bytes, &mut me.out),
-                None => Err(loop_ws::SendError::Closed),
-            }
-        };
-        if sent.is_err() {
-            return Err(client_disconnected());
+    match with_driver(server, |d| d.ws_send(r.conn, r.ex, kind, bytes)) {
+        Ok(false) => Ok(server.borrow().done_future.clone_ref(py).into_bound(py)),
+        Ok(true) => {
+            let event_loop = server.borrow().event_loop.clone_ref(py);
+            let future = Loop::create_future(event_loop.bind(py))?;
+            let old = with_driver(server, |d| {
+                d.exchange_app(r.conn, r.ex)
+                    .and_then(|x| x.send.replace(future.clone().unbind()))
+            });
+            drop(old);
+            Ok(future)
         }
+        Err(_) => Err(http::client_disconnected()),
     }
-    slf.borrow().counters.ws_messages_out.bump();
-    io::written(slf)?;
-    let wait = slf.borrow().buffered_out() > WRITE_HIGH && slf.borrow().stream.is_some();
-    if wait {
-        let event_loop = slf.borrow().event_loop.clone_ref(py);
-        let future = Loop::create_future(event_loop.bind(py))?;
-        let old = slf
-            .borrow_mut()
-            .send_waiter
-            .replace(future.clone().unbind());
-        drop(old);
-        return Ok(future);
-    }
-    Ok(slf.borrow().shared.borrow(py).done_future.bind(py).clone())
 }
 
-/// An access-log line of the session: `client - "WebSocket /path" what`.
-pub(super) fn log_access(slf: &Bound<'_, WsSession>, what: &str) -> PyResult<()> {
-    let py = slf.py();
-    let (shared, line) = {
-        let me = slf.borrow();
-        let Some(prefix) = me.log_prefix.as_ref() else {
-            return Ok(());
-        };
-        (me.shared.clone_ref(py), format!("{prefix} {what}"))
-    };
-    if !shared.borrow(py).logs.access_on {
-        return Ok(());
+/// A session as the `AppTask` running its app sees it.
+struct WsOwner(WsRef);
+
+impl TaskOwner for WsOwner {
+    fn app_waits(&self, py: Python<'_>) -> PyResult<()> {
+        let server = self.0.server.bind(py);
+        with_driver(server, |d| d.app_waits(self.0.conn));
+        bridge::pump(server, false)
     }
-    ServerShared::log_access(shared.bind(py), line)
+
+    fn app_finished(
+        &self,
+        py: Python<'_>,
+        error: Option<Bound<'_, PyAny>>,
+        cancelled: bool,
+    ) -> PyResult<()> {
+        let server = self.0.server.bind(py);
+        app_finished(server, &self.0, error, cancelled)?;
+        bridge::pump(server, false)
+    }
+
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.0.server)
+    }
 }
 
-/// The HTTP connection went away before the app accepted.
-pub(in crate::asgi) fn http_lost(slf: &Bound<'_, WsSession>) -> PyResult<()> {
-    let side = {
-        let mut me = slf.borrow_mut();
-        if matches!(me.stage, Stage::Connecting | Stage::Denying) {
-            me.stage = Stage::Done;
-        }
-        me.offer = None;
-        me.end(1006, "");
-        me.side.take()
-    };
-    drop(side);
-    wake_receiver(slf, false)?;
-    fail_sender(slf)
-}
-
-pub(super) fn app_waits(slf: &Bound<'_, WsSession>) -> PyResult<()> {
-    let py = slf.py();
-    let side = slf.borrow().side.clone();
-    if let Some(side) = side {
-        return side.flush(py);
-    }
-    let flush = {
-        let me = slf.borrow();
-        !me.corked && !me.writing && me.stream.is_some() && !me.out.is_empty()
-    };
-    if flush {
-        io::flush(slf)?;
-    }
-    Ok(())
-}
-
-pub(super) fn app_finished(
-    slf: &Bound<'_, WsSession>,
+fn app_finished(
+    server: &Bound<'_, HttpServer>,
+    r: &WsRef,
     error: Option<Bound<'_, PyAny>>,
     cancelled: bool,
 ) -> PyResult<()> {
-    let py = slf.py();
-    let shared = slf.borrow().shared.clone_ref(py);
-    let server = shared.bind(py);
-    {
-        let mut srv = server.borrow_mut();
-        srv.tasks = srv.tasks.saturating_sub(1);
-    }
-    let (task, side, stage, gone) = {
-        let mut me = slf.borrow_mut();
-        (
-            me.task.take(),
-            me.side.clone(),
-            me.stage,
-            me.ended.is_some(),
-        )
+    let task = {
+        let mut me = server.borrow_mut();
+        me.tasks = me.tasks.saturating_sub(1);
+        me.driver
+            .exchange_app(r.conn, r.ex)
+            .and_then(|x| x.task.take())
     };
     drop(task);
-    if let Some(side) = &side {
-        side.task_ended(py);
-    }
+    let (stage, finished_by, ended) = r.with(server.py(), |s| (s.stage, s.finished_by, s.ended));
+    let gone =
+        ended || (stage == Stage::Open && with_driver(server, |d| d.ws_end(r.conn).is_some()));
     if let Some(exc) = &error {
-        ServerShared::app_stopped(server, exc, gone)?;
+        bridge::app_stopped(server, exc, gone)?;
     }
     let quiet = error.is_some() || cancelled || gone;
     match stage {
         Stage::Connecting => {
             if !quiet {
-                ServerShared::log_error(
+                bridge::log_error(
                     server,
                     "ASGI callable returned without completing handshake.",
                 )?;
             }
-            let side = slf.borrow_mut().side.take();
-            slf.borrow_mut().stage = Stage::Done;
-            if let Some(side) = side {
-                side.fail(py, 500)?;
-            }
-            Ok(())
+            with_state(server, r, |s| s.stage = Stage::Done);
+            with_driver(server, |d| d.fail(r.conn, 500, None));
         }
         Stage::Denying => {
             if !quiet {
-                ServerShared::log_error(
+                bridge::log_error(
                     server,
                     "ASGI callable returned without completing response.",
                 )?;
             }
-            let side = slf.borrow_mut().side.take();
-            slf.borrow_mut().stage = Stage::Done;
-            match side {
-                Some(side) => side.lose(py),
-                None => Ok(()),
-            }
+            with_state(server, r, |s| s.stage = Stage::Done);
+            with_driver(server, |d| {
+                d.lose(r.conn, "the app's response ended before it was complete")
+            });
         }
         Stage::Open => {
-            let open = {
-                let me = slf.borrow();
-                me.finished_by.is_none() && me.ended.is_none()
-            };
-            if open {
+            if finished_by.is_none() && !gone {
                 // The app is done with a session it did not close: close it
                 // (1011 after an error), as websockets' own server does.
                 let code = if error.is_some() { 1011 } else { 1000 };
-                slf.borrow_mut().finished_by = Some("websocket.close");
+                with_state(server, r, |s| s.finished_by = Some("websocket.close"));
                 // Closing already (the peer's close crossed) is fine.
-                let _ = io::close(slf, code, "");
+                let _ = with_driver(server, |d| d.ws_close(r.conn, r.ex, code, ""));
             }
-            Ok(())
         }
-        Stage::Done => Ok(()),
+        Stage::Done => {}
+    }
+    Ok(())
+}
+
+/// The `receive` callable of a `websocket` session.
+#[pyclass(frozen, module = "ferroloop._native")]
+pub struct WsReceive(WsRef);
+
+#[pymethods]
+impl WsReceive {
+    fn __call__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        receive(&self.0, py)
+    }
+
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.0.server)
+    }
+}
+
+/// The `send` callable of a `websocket` session.
+#[pyclass(frozen, module = "ferroloop._native")]
+pub struct WsSend(WsRef);
+
+#[pymethods]
+impl WsSend {
+    fn __call__<'py>(&self, message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        send(&self.0, message)
+    }
+
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.0.server)
     }
 }

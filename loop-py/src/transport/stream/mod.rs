@@ -157,7 +157,7 @@ impl StreamTransport {
 
     /// The readiness `IoPort` dispatches, in the connection's context if it
     /// has one.
-    fn dispatch(target: &Bound<'_, PyAny>, ready: Readiness) -> PyResult<()> {
+    fn dispatch(target: &Bound<'_, PyAny>, _token: usize, ready: Readiness) -> PyResult<()> {
         // SAFETY: ports of this dispatch are registered with a
         // `StreamTransport` as target (`new`'s `Watch`).
         let slf = unsafe { target.cast_unchecked::<StreamTransport>() };
