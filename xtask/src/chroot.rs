@@ -240,10 +240,16 @@ impl Chroot {
             (&checkout, self.inside(&checkout)),
         ];
         for (source, target) in &binds {
-            if !mounted.contains(target) {
-                mkdir(target)?;
-                cmd::run(Command::new("mount").arg("--bind").arg(source).arg(target))?;
+            if mounted.contains(target) {
+                if *source != checkout.as_path() || same_dir(source, target) {
+                    continue;
+                }
+                // The bind of a checkout deleted since (removed and cloned
+                // again at the same path): bind the new one.
+                cmd::run(Command::new("umount").arg("--lazy").arg(target))?;
             }
+            mkdir(target)?;
+            cmd::run(Command::new("mount").arg("--bind").arg(source).arg(target))?;
         }
         // Pseudo-terminals of its own (asyncio's pty tests open them).
         let pts = self.inside("/dev/pts");
@@ -344,6 +350,15 @@ fn toolchain_dirs() -> (PathBuf, PathBuf) {
             .unwrap_or_else(|| home.join(default))
     };
     (dir("CARGO_HOME", ".cargo"), dir("RUSTUP_HOME", ".rustup"))
+}
+
+/// Whether `a` and `b` are the same directory (device and inode).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// Every mount point of this process's namespace.
