@@ -56,14 +56,15 @@ fn build_wheel(venv: &Venv, profile: &str, build: Build) -> Result<PathBuf, Stri
     build_wheel_with(venv, &venv.python(), profile, build)
 }
 
-/// Build a wheel with `builder`'s maturin for `interpreter`.
+/// Build a wheel with `builder`'s maturin for `interpreter` (which runs
+/// where `builder` does: the host or the chroot).
 fn build_wheel_with(
     builder: &Venv,
     interpreter: &std::path::Path,
     profile: &str,
     build: Build,
 ) -> Result<PathBuf, String> {
-    let version = crate::pythons::version_of(interpreter)
+    let version = crate::pythons::version_at(&builder.place, interpreter)
         .ok_or_else(|| format!("{} does not run", interpreter.display()))?;
     let out = cmd::root()
         .join("target")
