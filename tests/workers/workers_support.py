@@ -118,8 +118,10 @@ async def app(scope, receive, send):
         marks = os.environ.get("WAPP_MARKS")
         if marks:
             name = scope["query_string"].decode() or "slow"
-            with open(os.path.join(marks, name), "w") as f:
+            # Written whole, then renamed: a test that sees the file reads the pid.
+            with open(os.path.join(marks, "." + name), "w") as f:
                 f.write(str(os.getpid()))
+            os.replace(os.path.join(marks, "." + name), os.path.join(marks, name))
         gate = os.environ.get("WAPP_SLOW_GATE")
         if gate:
             while os.path.exists(gate):
