@@ -252,7 +252,11 @@ def test_ping_pong_between_loops_in_two_threads(run, other_loop):
         for _ in range(n):
             await pong.send(await ping.recv() + 1)
 
-    thread = threading.Thread(target=lambda: asyncio.Runner(loop_factory=LOOPS[other_loop]).run(echo()))
+    def serve_echo():
+        with asyncio.Runner(loop_factory=LOOPS[other_loop]) as runner:
+            runner.run(echo())
+
+    thread = threading.Thread(target=serve_echo)
     thread.start()
 
     async def main():

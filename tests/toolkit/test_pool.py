@@ -154,6 +154,10 @@ def test_cancelling_the_future_cancels_the_remote_task(run):
 
             waiter = asyncio.create_task(asyncio.wait_for(pool.submit(long_job2), 30))
             await started2.wait()
+            # The job may start before the task's first step: let the task
+            # reach its await (a task cancelled before it starts never
+            # awaits the future, so never cancels it).
+            await asyncio.sleep(0)
             waiter.cancel()
             await asyncio.wait_for(stopped2.wait(), 10)
             # The job's finally ran; the worker loop counts the task done

@@ -201,15 +201,6 @@ impl PermitsCore {
             .filter(|w| w.is_pending())
             .count()
     }
-
-    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        if let Ok(st) = self.permits.state.try_lock() {
-            for w in &st.waiters {
-                w.traverse(&visit)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -63,15 +63,6 @@ impl Counter {
         wake_all(py, woken);
         Ok(())
     }
-
-    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        if let Ok(st) = self.state.try_lock() {
-            for w in &st.waiters {
-                w.traverse(visit)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// A wait for the counter to be zero.
@@ -161,10 +152,6 @@ impl Event {
             if self.is_set() { "True" } else { "False" }
         )
     }
-
-    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        self.counter.traverse(&visit)
-    }
 }
 
 /// The native half of `AsyncWaitGroup`.
@@ -213,10 +200,6 @@ impl WaitGroupCore {
     #[getter]
     fn _count(&self) -> i64 {
         self.counter.count()
-    }
-
-    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        self.counter.traverse(&visit)
     }
 }
 

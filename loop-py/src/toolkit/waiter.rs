@@ -307,6 +307,12 @@ impl Waiter {
         }
     }
 
+    /// Visit the future and loop it holds. Only its owner, the awaitable
+    /// that made it (`WaitOp`), may: the sources it waits in share the same
+    /// `Arc`, and one reference visited twice makes the collector count
+    /// references that do not exist (and free a live future). A source
+    /// that is garbage with a waiter still in it keeps that task alive
+    /// until the wait ends, as a leak, never a crash.
     pub fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Target::Task { future, home } = &self.target {
             visit.call(future)?;

@@ -262,11 +262,10 @@ impl ChannelCore {
         let Ok(st) = self.shared.state.try_lock() else {
             return Ok(());
         };
+        // Only the items: a registered waiter is visited by its one
+        // owning awaitable (see `Waiter::traverse`).
         for item in st.items() {
             visit.call(item)?;
-        }
-        for entry in st.entries() {
-            entry.waiter.traverse(&visit)?;
         }
         Ok(())
     }

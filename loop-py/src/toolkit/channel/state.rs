@@ -239,10 +239,6 @@ impl<T> ChannelState<T> {
     pub fn items(&self) -> impl Iterator<Item = &T> {
         self.items.iter()
     }
-
-    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.getters.iter().chain(self.putters.iter())
-    }
 }
 
 #[cfg(test)]
