@@ -22,7 +22,7 @@ from pathlib import Path
 
 ORDER = [
     "asyncio", "ferroloop", "uvloop", "rloop", "cadeloop", "rsloop",
-    "granian", "uvicorn", "uvicorn-sansio", "uvicorn-wsproto", "rust-plaintext", "picows",
+    "granian", "uvicorn", "uvicorn-sansio", "uvicorn-wsproto", "rust-plaintext", "nginx", "picows",
 ]  # fmt: skip
 COLOURS = {
     "asyncio": "#9e9e9e",
@@ -34,6 +34,7 @@ COLOURS = {
     "granian": "#0ca678",
     "uvicorn": "#1864ab",
     "rust-plaintext": "#495057",
+    "nginx": "#2f9e44",
     "uvicorn-sansio": "#1864ab",
     "uvicorn-wsproto": "#74c0fc",
     "picows": "#495057",

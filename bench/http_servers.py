@@ -5,8 +5,11 @@ Every server runs one worker on CPU 0 and serves `http_app.app` (raw ASGI 3)
 on 127.0.0.1, except `rust-plaintext`: loop-server's pure-Rust example
 server (the same driver, protocol kinds and settings as ferroloop's, with a
 Rust handler in place of the app), the ceiling for what any of them could
-do on the plaintext workload, with a fixed response and no Python.  `ferroloop-base` (only with
-`--baseline-wheel`) is ferroloop's server from the baseline wheel.
+do on the plaintext workload, with a fixed response and no Python, and
+`nginx` (Debian's nginx-light, installed with apt-get when missing) with the
+same fixed response: what an efficient C server does on this machine.
+`ferroloop-base` (only with `--baseline-wheel`) is ferroloop's server from
+the baseline wheel.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchenv import BenchEnv
+from debian_tools import ensure_tool
 from contenders import BASE
 
 BENCH = Path(__file__).resolve().parent
@@ -74,8 +78,46 @@ SERVERS: dict[str, Server] = {
             workloads=("plaintext",),
             runs_app=False,
         ),
+        Server(
+            "nginx",
+            (),
+            "nginx-light, one process (master_process off), access_log off, keepalive_requests "
+            '1000000, `location / { default_type text/plain; return 200 "Hello, World!"; }`',
+            workloads=("plaintext",),
+            runs_app=False,
+        ),
     )
 }
+
+# Not Python: found (or built) outside the venv.
+NATIVE = ("rust-plaintext", "nginx")
+
+# nginx.conf for the nginx contender: one process serving the plaintext
+# workload's fixed response; every path it writes is under PREFIX.
+NGINX_CONF = """\
+daemon off;
+master_process off;
+worker_processes 1;
+pid PREFIX/nginx.pid;
+error_log stderr warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path PREFIX/body;
+    proxy_temp_path PREFIX/proxy;
+    fastcgi_temp_path PREFIX/fastcgi;
+    uwsgi_temp_path PREFIX/uwsgi;
+    scgi_temp_path PREFIX/scgi;
+    server {
+        listen 127.0.0.1:PORT;
+        location / {
+            default_type text/plain;
+            return 200 "Hello, World!";
+        }
+    }
+}
+"""
 
 # Ours: their failures fail the run; a peer's failure is only reported.
 CORE = ("ferroloop", "rust-plaintext", BASE)
@@ -108,7 +150,30 @@ def command(name: str, python: Path, port: int, plaintext: Path | None) -> list[
         if plaintext is None:
             raise ValueError("rust-plaintext has no binary")
         return [str(plaintext), "--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
+    if name == "nginx":
+        return _nginx_command(port)
     raise ValueError(f"unknown server {name}")
+
+
+def _nginx_command(port: int) -> list[str]:
+    nginx = ensure_tool("nginx", "nginx-light")
+    prefix = REPO / "target" / "xtask-bench" / "nginx" / str(port)
+    prefix.mkdir(parents=True, exist_ok=True)
+    conf = prefix / "nginx.conf"
+    conf.write_text(NGINX_CONF.replace("PREFIX", str(prefix)).replace("PORT", str(port)))
+    return [nginx, "-p", str(prefix), "-e", "stderr", "-c", str(conf)]
+
+
+def _nginx_version() -> dict:
+    try:
+        nginx = ensure_tool("nginx", "nginx-light")
+    except RuntimeError as exc:
+        return {"available": False, "reason": str(exc)}
+    proc = subprocess.run([nginx, "-v"], capture_output=True, text=True)
+    banner = (proc.stderr or proc.stdout).strip()
+    if proc.returncode != 0 or not banner:
+        return {"available": False, "reason": f"`nginx -v` exited {proc.returncode}"}
+    return {"available": True, "version": banner.removeprefix("nginx version: "), "binary": nginx}
 
 
 def build_plaintext() -> Path | None:
@@ -136,7 +201,7 @@ def probe(
     for the servers that share the venv's environment, one for each with
     its own (ferroloop-base)."""
     found: dict[str, dict] = {}
-    python_names = [n for n in names if n != "rust-plaintext"]
+    python_names = [n for n in names if n not in NATIVE]
     groups = [[n for n in python_names if n not in env.overlays]]
     groups += [[n] for n in python_names if n in env.overlays]
     for group in filter(None, groups):
@@ -173,6 +238,8 @@ def probe(
                 "available": False,
                 "reason": f"no binary built ({plaintext or 'none given'})",
             }
+    if "nginx" in names:
+        found["nginx"] = _nginx_version()
     return {n: found[n] for n in names}
 
 

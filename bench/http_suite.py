@@ -25,7 +25,6 @@ import http.client
 import json
 import os
 import resource
-import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +39,7 @@ import http_servers
 import procstat
 import rounds
 from benchenv import BenchEnv
+from debian_tools import ensure_tool
 from echo_suite import Failed, stderr_tail
 from http_serve import MODULE_LINE
 from http_workloads import WORKLOADS, HttpWorkload
@@ -78,31 +78,8 @@ class Placement:
 
 
 def ensure_wrk() -> str:
-    """wrk's path, installing Debian's package when it is missing (as root,
-    or through sudo); raises RuntimeError saying what to do otherwise."""
-    found = shutil.which("wrk")
-    if found:
-        return found
-    if os.geteuid() == 0:
-        prefix = []
-    elif shutil.which("sudo"):
-        prefix = ["sudo", "-n"]
-    else:
-        raise RuntimeError(
-            "wrk is not installed and neither root nor sudo is available to install it: "
-            "install it (Debian/Ubuntu: apt-get install wrk) and run again"
-        )
-    if shutil.which("apt-get") is None:
-        raise RuntimeError("wrk is not installed and there is no apt-get here: install wrk")
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "wrk"]):
-        proc = subprocess.run(prefix + step, capture_output=True, text=True)
-        if proc.returncode != 0:
-            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-            raise RuntimeError(f"`{' '.join(prefix + step)}` failed: {tail}; install wrk by hand")
-    found = shutil.which("wrk")
-    if not found:
-        raise RuntimeError("apt-get installed wrk, but it is not on PATH")
-    return found
+    """wrk's path (see `debian_tools.ensure_tool`)."""
+    return ensure_tool("wrk", "wrk")
 
 
 def wrk_version(wrk: str) -> str:

@@ -11,10 +11,21 @@ from __future__ import annotations
 import signal
 import socket
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
-if TYPE_CHECKING:
-    from ._loop import Loop
+
+class SignalLoop(Protocol):
+    """What the handlers use of their loop (ferroloop's `Loop`)."""
+
+    def add_reader(self, fd: int, callback: Callable[..., Any], *args: Any) -> None: ...
+
+    def remove_reader(self, fd: int) -> bool: ...
+
+    def _check_closed(self) -> None: ...
+
+    def _new_handle(self, callback: Callable[..., Any], args: tuple[Any, ...]) -> Any: ...
+
+    def _schedule(self, handle: Any) -> None: ...
 
 
 def _noop_handler(signum: int, frame: Any) -> None:
@@ -31,7 +42,7 @@ def check_signal(sig: Any) -> None:
 class SignalHandlers:
     """The signal → handle table of one loop and its wake-up socket pair."""
 
-    def __init__(self, loop: Loop) -> None:
+    def __init__(self, loop: SignalLoop) -> None:
         self._loop = loop
         self._handlers: dict[int, Any] = {}
         self._reader: socket.socket | None = None

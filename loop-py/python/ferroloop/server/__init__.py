@@ -5,6 +5,7 @@
 """
 
 from ._config import Config
-from ._server import ClientDisconnected, Server, ServerStats, serve
+from ._serve import serve
+from ._server import ClientDisconnected, Server, ServerStats
 
 __all__ = ["ClientDisconnected", "Config", "Server", "ServerStats", "serve"]

@@ -21,13 +21,28 @@ from .. import _native
 
 
 class ExtraLoops:
-    def __init__(self, primary: Any, count: int) -> None:
+    """`count` more servers of class `server_class` (the plain `Server`,
+    whatever subclass the primary is: signals, the pid file and the
+    supervisor's channel are the primary's alone)."""
+
+    def __init__(self, server_class: type, primary: Any, count: int) -> None:
+        self._server_class = server_class
         self._primary = primary
         self._servers: list[Any] = []
         self._threads: list[threading.Thread] = []
         self._failures: list[BaseException] = []
         self._count = count
         self._ready = _native.WaitGroupCore()
+        self._reported: set[int] = set()
+        self._reported_lock = threading.Lock()
+
+    def _report(self, index: int) -> None:
+        """Loop `index` started, or failed before it could: once each."""
+        with self._reported_lock:
+            if index in self._reported:
+                return
+            self._reported.add(index)
+        self._ready.done()
 
     async def start(self, sockets: list[Any]) -> None:
         """Start the extra loops on `sockets`; return once each serves, or
@@ -38,10 +53,10 @@ class ExtraLoops:
         primary_loop = asyncio.get_running_loop()
         self._ready.add(self._count)
         for index in range(1, self._count + 1):
-            server = _server_class()(primary.config)
+            server = self._server_class(primary.config)
             server._extra_loop = True
             server._is_worker = True  # no "running on" line, pid file or metrics of its own
-            server._on_started = self._ready.done
+            server._on_started = lambda index=index: self._report(index)
 
             def limit_reached(limit: int, primary=primary) -> None:
                 # The process's limit: the primary decides (or recycles).
@@ -50,13 +65,12 @@ class ExtraLoops:
             server._request_limit_reached = limit_reached
             self._servers.append(server)
 
-            def main(server: Any = server) -> None:
+            def main(server: Any = server, index: int = index) -> None:
                 try:
                     run(server.serve(sockets=sockets), backend=primary.config.backend)
                 except BaseException as exc:  # noqa: BLE001 - reported to the primary
                     self._failures.append(exc)
-                    if not server.started:
-                        self._ready.done()
+                    self._report(index)
 
             thread = threading.Thread(target=main, name=f"ferroloop-loop-{index}", daemon=True)
             self._threads.append(thread)
@@ -87,12 +101,6 @@ class ExtraLoops:
 
     def stats(self) -> list[dict[str, Any]]:
         return [server.stats() for server in self._servers if server.started]
-
-
-def _server_class() -> Any:
-    from ._server import Server
-
-    return Server
 
 
 def add_up(total: dict[str, Any], more: dict[str, Any]) -> dict[str, Any]:

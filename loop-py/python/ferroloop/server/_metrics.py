@@ -18,14 +18,12 @@ import json
 import logging
 import os
 import socket
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from .. import _native
 from . import _prometheus
 from ._config import Config
-
-if TYPE_CHECKING:
-    from ._server import Server
+from ._listen import bind_tcp
 
 logger = logging.getLogger("ferroloop.error")
 access_logger = logging.getLogger("ferroloop.access")
@@ -57,13 +55,22 @@ class MetricsSource(Protocol):
         ...
 
 
+class ServedProcess(Protocol):
+    """What `ServerSource` reads of the process's `Server`."""
+
+    @property
+    def should_exit(self) -> bool: ...
+
+    def stats(self) -> Any: ...
+
+
 class ServerSource:
     """The source over the one `Server` of this process: worker "0". It
     runs on the server's loop, so a blocked loop answers nothing (a failed
     health check, which is the point); while the server drains it reports
     `draining` (503), so a balancer stops sending new requests."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: ServedProcess) -> None:
         self._server = server
 
     async def snapshot(self) -> list[tuple[str, dict[str, Any]]]:
@@ -182,8 +189,6 @@ async def start_metrics_server(config: Config, source: MetricsSource) -> Metrics
     """Bind `config.metrics_address`:`config.metrics_port` and serve the
     metrics of `source` there, on the running (ferroloop) loop. A bind
     failure raises `OSError` (uvicorn's bind message)."""
-    from ._server import bind_tcp
-
     if config.metrics_port is None:
         raise ValueError("metrics_port: not set")
     loop = asyncio.get_running_loop()

@@ -36,7 +36,8 @@ from typing import Any
 from ._config import Config
 from ._control import Channel
 from ._fork import fork_child
-from ._server import log_running, write_pid_file
+from ._listen import bind_sockets, log_running
+from ._pidfile import remove_pid_file, write_pid_file
 from ._worker import run_worker
 
 logger = logging.getLogger("ferroloop.error")
@@ -694,7 +695,6 @@ def supervise(config: Config) -> int:
     """Bind, write the pid file, run the supervisor; the exit status.
     Raises OSError when the bind fails."""
     from .._policy import run
-    from ._server import bind_sockets, remove_pid_file
 
     if config.reload:
         from ._reload import check_available
