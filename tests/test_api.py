@@ -254,3 +254,22 @@ def test_importing_ferroloop_never_warns(loop_impl):
     done = subprocess.run([sys.executable, "-W", "error", "-c", code], env=child_env(),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_import_ferroloop_leaves_the_server_and_toolkit_unloaded():
+    """A program that only runs the loop does not pay for the server's
+    modules (logging.config, json, the metrics renderer) or the toolkit's;
+    their names load them on first use."""
+    code = (
+        "import sys, ferroloop\n"
+        "assert 'ferroloop.server' not in sys.modules, 'server loaded'\n"
+        "assert 'ferroloop.toolkit' not in sys.modules, 'toolkit loaded'\n"
+        "assert 'logging.config' not in sys.modules, 'logging.config loaded'\n"
+        "assert ferroloop.Config.__name__ == 'Config' and callable(ferroloop.serve)\n"
+        "assert 'ferroloop.server' in sys.modules\n"
+        "from ferroloop import ClientDisconnected, Server, ServerStats\n"
+        "assert ferroloop.Channel is not None\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
