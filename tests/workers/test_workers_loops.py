@@ -65,6 +65,9 @@ def _answers(url: str, want: int) -> dict[tuple[int, int], int]:
 
 def test_each_loop_serves_and_runs_the_lifespan(spawn, loops_app):
     server = _spawn(spawn, "--loops", "3")
+    # The primary loop accepts once it listens, before the other loops
+    # have run their lifespans; the "running on" line follows all three.
+    server.wait_for_output("running on", timeout=40.0)
     seen = _answers(server.base_url() + "/", 3)
     assert len({pid for pid, _ in seen}) == 1, seen
     assert set(seen.values()) == {3}, "one lifespan startup per loop"
