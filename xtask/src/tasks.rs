@@ -574,6 +574,20 @@ fn rust_checks(venv: &Venv) -> Result<(), String> {
     unit.args(["test", "--workspace"]);
     with_python(&mut unit);
     cmd::run(&mut unit)?;
+    // Each library crate as a Rust user would get it from crates.io: packaged
+    // and built from its package alone, its workspace dependencies from a
+    // local registry (about 20 s on the build above). loop-py is the
+    // extension, shipped as wheels.
+    cmd::run(cmd::new("cargo").args([
+        "publish",
+        "--workspace",
+        "--dry-run",
+        "--allow-dirty",
+        "--exclude",
+        "xtask",
+        "--exclude",
+        "loop-py",
+    ]))?;
     // The crates under the loop again with epoll as their default backend
     // (the line above ran them on auto: io_uring where the kernel allows
     // it; the reactor's own tests run on both either way). Same build.
