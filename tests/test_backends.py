@@ -214,8 +214,7 @@ def test_the_server_runs_on_epoll_under_a_seccomp_filter(tmp_path):
     try:
         server.wait_ready()
         assert httpx.get(server.url, timeout=10).text == "served"
-        metrics = metrics_text(server)
-        assert 'ferroloop_loop_backend{worker="1",backend="epoll"} 1' in metrics
+        metrics = metrics_text(server, 'ferroloop_loop_backend{worker="1",backend="epoll"} 1')
         assert 'backend="io_uring"' not in metrics
         lines = [line for line in server.output().splitlines() if "io_uring unavailable" in line]
         assert len(lines) == 1, server.output()
@@ -225,18 +224,20 @@ def test_the_server_runs_on_epoll_under_a_seccomp_filter(tmp_path):
         server.close_files()
 
 
-def metrics_text(server: ServerProcess) -> str:
+def metrics_text(server: ServerProcess, wanted: str = "ferroloop_loop_backend") -> str:
+    """The metrics, once they hold `wanted` (a worker answers its first
+    scrape only once it is up)."""
     port = next(int(a) for a, b in zip(server.argv[1:], server.argv) if b == "--metrics-port")
     deadline = time.monotonic() + 20
     while True:
         try:
             text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-            if "ferroloop_loop_backend" in text:
+            if wanted in text:
                 return text
         except httpx.HTTPError:
             pass
         if time.monotonic() > deadline:
-            raise AssertionError(f"no backend in the metrics:\n{server.output()}")
+            raise AssertionError(f"no {wanted!r} in the metrics:\n{server.output()}")
         time.sleep(0.1)
 
 
@@ -260,7 +261,8 @@ def test_the_server_and_its_metrics_name_the_backend(tmp_path, backend):
     try:
         server.wait_ready()
         assert httpx.get(server.url, timeout=10).text == "served"
-        assert f'ferroloop_loop_backend{{worker="0",backend="{backend}"}} 1' in metrics_text(server)
+        wanted = f'ferroloop_loop_backend{{worker="0",backend="{backend}"}} 1'
+        assert wanted in metrics_text(server, wanted)
         assert "io_uring unavailable" not in server.output()
     finally:
         server.kill()

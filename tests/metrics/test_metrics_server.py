@@ -6,6 +6,7 @@ limit_concurrency; the settings' errors."""
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import socket
 import sys
@@ -199,6 +200,14 @@ def test_healthz_reports_draining_until_the_listener_closes(metrics_cli):
     held = socket.create_connection(("127.0.0.1", child.port), timeout=TIMEOUT)
     try:
         held.sendall(b"GET /slow HTTP/1.1\r\nhost: x\r\n\r\n")
+
+        def slow_request_running():
+            text = httpx.get(child.metrics_url + "/metrics", timeout=TIMEOUT).text
+            assert re.search(r"^ferroloop_requests_in_flight\{[^}]*\} 1$", text, re.M), text
+
+        # Signalled before the server has read the request, the drain would
+        # have nothing to wait for (a slow machine, as the debug build is).
+        poll(slow_request_running)
         child.proc.send_signal(signal.SIGTERM)
 
         def draining():
