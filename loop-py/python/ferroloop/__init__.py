@@ -9,6 +9,7 @@
     ferroloop.EventLoopThreadPool()            # loops in threads (ferroloop.toolkit)
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._loop import Loop, LoopStats
@@ -67,16 +68,12 @@ __all__ += _TOOLKIT
 
 def __getattr__(name: str) -> Any:
     if name in _SERVER:
-        import importlib
-
         value = getattr(importlib.import_module("ferroloop.server"), name)
         globals()[name] = value
         return value
     # The main names are listed above; the rest of the toolkit is reachable
     # here too, so `import ferroloop as multiloop` finds every name.
     if not name.startswith("_") and name != "toolkit":
-        import importlib
-
         toolkit = importlib.import_module("ferroloop.toolkit")
         if name in toolkit.__all__:
             return getattr(toolkit, name)
